@@ -1,0 +1,50 @@
+# focused: a learning focused crawler on Scrapy.  `make help` lists the targets.
+PYTHON ?= python3
+PIP ?= $(PYTHON) -m pip
+TOPIC ?= course
+SEEDS ?=
+STRATEGY ?= baseline
+PAGES ?= 300
+BENCH_ARGS ?=
+
+.PHONY: help install crawl demo test bench bench-quick models lint format clean
+
+help:  ## list the targets
+	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
+
+install:  ## install the pinned dependencies and the package (editable)
+	$(PIP) install -q -r requirements.txt
+	$(PIP) install -q --no-deps -e .
+
+crawl: install  ## offline demo crawl of the WebKB replay; SEEDS=url[,url] TOPIC=... crawls the live web
+ifeq ($(strip $(SEEDS)),)
+	$(PYTHON) -m focused demo --topic $(TOPIC) --strategy $(STRATEGY) --pages $(PAGES)
+else
+	scrapy crawl focused -a topic=$(TOPIC) -a seeds=$(SEEDS) -a strategy=$(STRATEGY)
+endif
+
+demo: crawl  ## same as `make crawl`
+
+test: install  ## run the whole test suite
+	$(PYTHON) -m pytest -q
+
+bench: install  ## run the benchmarks (results/ gets JSON, Markdown and plots)
+	$(PYTHON) -m focused bench $(BENCH_ARGS)
+
+bench-quick: install  ## a short smoke run of the benchmarks
+	$(PYTHON) -m focused bench --quick $(BENCH_ARGS)
+
+models: install  ## rebuild the default models in models/ from ../shared
+	$(PYTHON) -m focused models --out models
+
+lint:  ## ruff (lint + format check) and mypy
+	$(PYTHON) -m ruff check focused tests
+	$(PYTHON) -m ruff format --check focused tests
+	$(PYTHON) -m mypy focused
+
+format:  ## apply ruff's formatting and safe fixes
+	$(PYTHON) -m ruff check --fix focused tests
+	$(PYTHON) -m ruff format focused tests
+
+clean:  ## remove crawl outputs and caches (not models/)
+	rm -rf crawls results/cache .pytest_cache .mypy_cache .ruff_cache

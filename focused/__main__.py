@@ -1,0 +1,7 @@
+"""``python -m focused`` is the ``focused`` command line."""
+
+import sys
+
+from focused.cli import main
+
+sys.exit(main())

@@ -1,0 +1,1 @@
+"""Benchmarks: real Scrapy crawls of replayed webs, strategies side by side."""

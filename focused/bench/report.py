@@ -1,0 +1,122 @@
+"""Write the benchmark's JSON, Markdown tables and loss plots."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+
+def _pct(value: Any) -> str:
+    if value is None or value != value:  # None or NaN
+        return "–"
+    return f"{100 * float(value):.1f}"
+
+
+def markdown(result: dict[str, Any]) -> str:
+    lines: list[str] = []
+    cfg = result["config"]
+    lines.append(
+        f"Budget {cfg['budget']} pages; strategies {', '.join(cfg['strategies'])}; "
+        f"{cfg['repeats']} run(s) per best-first case; wall time {result.get('seconds', '?')} s."
+    )
+    failed = [r for r in result["runs"] if not r["ok"]]
+    if failed:
+        lines.append(
+            f"\n**{len(failed)} crawl(s) failed** and are left out: "
+            + ", ".join(f"{r['track']}/{r['group']}/{r['topic']}/{r['strategy']}" for r in failed)
+        )
+    for track, tsum in result["summary"].items():
+        strategies = tsum["strategies"]
+        if not strategies:
+            continue
+        ks = sorted({int(k) for s in strategies.values() for k in s["true_harvest"]})
+        lines.append(f"\n### {track}: mean over {len(result['tracks'][track]['cases'])} cases (%)\n")
+        head = ["strategy"] + [f"harvest@{k}" for k in ks] + [f"critic@{k}" for k in ks[:2]]
+        head += [f"recall@{k}" for k in ks] + ["404s", "non-HTML"]
+        lines.append("| " + " | ".join(head) + " |")
+        lines.append("|" + "---|" * len(head))
+        for name, s in strategies.items():
+            th, ch, rc = s["true_harvest"], s["critic_harvest"], s["recall"]
+            row = [name] + [_pct(th.get(k, th.get(str(k)))) for k in ks]
+            row += [_pct(ch.get(k, ch.get(str(k)))) for k in ks[:2]]
+            row += [_pct(rc.get(k, rc.get(str(k)))) for k in ks]
+            row += [f"{s['not_found']:.0f}", f"{s['non_html']:.0f}"]
+            lines.append("| " + " | ".join(row) + " |")
+        lines.append(f"\n{track}, true harvest @100 / @250 by topic (%):\n")
+        names = list(strategies)
+        lines.append("| topic | " + " | ".join(names) + " |")
+        lines.append("|" + "---|" * (len(names) + 1))
+        for topic, per in tsum["per_topic"].items():
+            cells = []
+            for name in names:
+                th = per.get(name, {}).get("true_harvest", {})
+                cells.append(f"{_pct(th.get(100, th.get('100')))} / {_pct(th.get(250, th.get('250')))}")
+            lines.append(f"| {topic} | " + " | ".join(cells) + " |")
+        if tsum.get("gap_closure"):
+            lines.append(f"\n{track}, gap closure G = (h − h_baseline)/(h_oracle − h_baseline), mean over cases:\n")
+            lines.append("| strategy | G@100 | G@250 |")
+            lines.append("|---|---|---|")
+            for name, per_k in tsum["gap_closure"].items():
+                g100, g250 = per_k.get(100, per_k.get("100")), per_k.get(250, per_k.get("250"))
+                fmt = lambda g: "–" if g is None else f"{g:+.2f}"  # noqa: E731
+                lines.append(f"| {name} | {fmt(g100)} | {fmt(g250)} |")
+    tp = result.get("throughput")
+    if tp:
+        lines.append(f"\nThroughput on {tp['case']} (concurrency {tp['concurrency']}, loopback replay):\n")
+        lines.append("| spider | responses | seconds | pages/s |")
+        lines.append("|---|---|---|---|")
+        for spider in ("plain", "focused"):
+            t = tp.get(spider, {})
+            lines.append(f"| {spider} | {t.get('responses')} | {t.get('elapsed_s')} | {t.get('pages_per_s')} |")
+    return "\n".join(lines) + "\n"
+
+
+def plot(result: dict[str, Any], out: Path) -> list[Path]:
+    """One PNG per track: mean cumulative irrelevant pages vs pages fetched, a panel per topic."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    paths = []
+    for track in result["summary"]:
+        runs = [r for r in result["runs"] if r["track"] == track and r["ok"]]
+        topics = sorted({r["topic"] for r in runs})
+        if not topics:
+            continue
+        cols = min(4, len(topics))
+        rows = (len(topics) + cols - 1) // cols
+        fig, axes = plt.subplots(rows, cols, figsize=(4 * cols, 3.2 * rows), squeeze=False)
+        for ax, topic in zip(axes.flat, topics, strict=False):
+            for strategy in result["config"]["strategies"]:
+                curves = [r["cumulative_loss"] for r in runs if r["topic"] == topic and r["strategy"] == strategy]
+                curves = [c for c in curves if c]
+                if not curves:
+                    continue
+                n = min(len(c) for c in curves)
+                mean = [sum(c[i] for c in curves) / len(curves) for i in range(n)]
+                ax.plot(range(1, n + 1), mean, label=strategy)
+            ax.set_title(topic, fontsize=9)
+            ax.set_xlabel("pages fetched", fontsize=8)
+            ax.set_ylabel("irrelevant pages", fontsize=8)
+            ax.tick_params(labelsize=7)
+        for ax in list(axes.flat)[len(topics) :]:
+            ax.axis("off")
+        axes.flat[0].legend(fontsize=7)
+        fig.suptitle(f"{track}: cumulative loss (true labels), mean over cases")
+        fig.tight_layout()
+        path = out / f"loss-{track}.png"
+        fig.savefig(path, dpi=110)
+        plt.close(fig)
+        paths.append(path)
+    return paths
+
+
+def write_reports(result: dict[str, Any], out: Path) -> None:
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "bench.json").write_text(json.dumps(result, indent=1, default=str))
+    text = markdown(result)
+    (out / "bench.md").write_text(text)
+    result["plots"] = [str(p) for p in plot(result, out)]
+    print(text)

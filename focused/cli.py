@@ -1,0 +1,59 @@
+"""The ``focused`` command line: ``focused <command> [options]``.
+
+Run ``focused --help`` for the list of commands. Crawls themselves run through
+Scrapy (``scrapy crawl focused -a topic=...``); these commands build models,
+serve the offline replay and run the benchmark.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+from collections.abc import Sequence
+
+#: Command modules under :mod:`focused.commands`, registered in this order.
+COMMAND_MODULES = ("replay", "critic", "crawl", "bench", "wiki", "apprentice")
+
+
+class CommandError(Exception):
+    """A user error: printed as ``focused: error: ...`` with exit code 2."""
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="focused", description=__doc__.splitlines()[0])
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(f"focused.commands.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name == f"focused.commands.{name}":
+                continue  # that command group is not part of this build
+            raise
+        module.register(subparsers)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.INFO,
+        format="%(asctime)s %(name)s %(levelname)s: %(message)s",
+    )
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except CommandError as exc:
+        print(f"focused: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

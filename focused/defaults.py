@@ -1,0 +1,54 @@
+"""Every ``FOCUSED_*`` setting with its default, in one place.
+
+Components read these through ``crawler.settings`` (typed getters); the
+project settings module merges them in, so a value set with ``-s`` or in a
+spider's ``custom_settings`` wins. The README has the same table with the
+meaning of each.
+"""
+
+from __future__ import annotations
+
+#: Topic to focus on: a class of the critic, a subtree/prefix of its class
+#: hierarchy, or a comma-separated union (``-a topic=...``).
+FOCUSED_TOPIC = ""
+#: Seed URLs, comma-separated (``-a seeds=...``); empty: the examples stored with the topic.
+FOCUSED_SEEDS = ""
+#: A file with one seed URL per line (``-a seeds_file=...``).
+FOCUSED_SEEDS_FILE = ""
+#: Frontier policy: ``bfs``, ``baseline`` (best-first on Pr(c*|u)), ``oracle`` (benchmark only).
+FOCUSED_STRATEGY = "baseline"
+#: Critic model bundle (joblib). Relative paths are taken from the project root.
+FOCUSED_CRITIC_MODEL = "models/webkb-pagetype.joblib"
+#: Ground-truth labels (``url<TAB>label[<TAB>group]``), needed by ``oracle`` only.
+FOCUSED_LABELS = ""
+#: How a URL linked from several fetched pages gets its priority:
+#: ``first`` (the paper's footnote 2), ``max`` or ``mean`` over parents.
+FOCUSED_PARENT_AGGREGATION = "max"
+#: Tie-break among equal priorities: ``fifo`` or ``random`` (seeded by FOCUSED_SEED).
+FOCUSED_TIEBREAK = "fifo"
+#: Seed for every random choice the crawl makes (tie-breaks).
+FOCUSED_SEED = 0
+#: Relevance at or above which a page counts as relevant in stats and logs.
+FOCUSED_RELEVANCE_THRESHOLD = 0.5
+#: Stop after this many pages have been labelled (0 = no limit).
+FOCUSED_MAX_PAGES = 0
+#: Log harvest and loss every this many pages (0 = never).
+FOCUSED_LOG_EVERY = 100
+#: Crawl database (SQLite). ``{topic}``, ``{strategy}`` and ``{time}`` are filled in;
+#: empty disables it.
+FOCUSED_DB = "crawls/{topic}-{strategy}-{time}.sqlite"
+#: Store each page's HTML (zlib-compressed) in the crawl database, so that
+#: link features can be recomputed offline (e.g. to train the apprentice).
+FOCUSED_DB_STORE_HTML = True
+#: Pages buffered before the database writer commits.
+FOCUSED_DB_COMMIT_EVERY = 200
+#: Forward HTTP proxy of an offline replay (``focused replay``); empty = live web.
+FOCUSED_REPLAY_PROXY = ""
+#: ``replay`` applies settings for crawling a loopback replay (no delays, no
+#: throttling, benchmark concurrency); empty keeps the polite live-web defaults.
+FOCUSED_PROFILE = ""
+#: Concurrency used by the ``replay`` profile. Low values keep the fetch order
+#: close to the frontier's best-first order.
+FOCUSED_REPLAY_CONCURRENCY = 2
+#: Write the final crawl stats as JSON to this file (used by the benchmark).
+FOCUSED_STATS_FILE = ""

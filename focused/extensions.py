@@ -1,0 +1,98 @@
+"""Crawl progress: harvest and loss in the log every N pages, and the page budget."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals as scrapy_signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.defer import deferred_from_coro
+
+from focused import signals
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+    from focused.pipelines import LabelledPage
+
+logger = logging.getLogger(__name__)
+
+
+class HarvestMonitor:
+    """Log harvest/loss every ``FOCUSED_LOG_EVERY`` pages; stop at ``FOCUSED_MAX_PAGES``.
+
+    Harvest is the critic's mean Pr(c*|v) over the pages fetched so far (the
+    paper's definition) and loss is one minus it; "recent" is the same over the
+    last N pages, which shows whether the crawl is improving or drifting.
+    """
+
+    def __init__(self, crawler: Crawler, log_every: int, max_pages: int) -> None:
+        self.crawler = crawler
+        self.log_every = log_every
+        self.max_pages = max_pages
+        self.total = 0.0
+        self.window = 0.0
+        self._closing: Any = None
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        log_every = crawler.settings.getint("FOCUSED_LOG_EVERY", 100)
+        max_pages = crawler.settings.getint("FOCUSED_MAX_PAGES", 0)
+        if log_every <= 0 and max_pages <= 0:
+            raise NotConfigured
+        ext = cls(crawler, log_every, max_pages)
+        crawler.signals.connect(ext.page_labelled, signal=signals.page_labelled)
+        return ext
+
+    def page_labelled(self, page: LabelledPage) -> None:
+        self.total += page.relevance
+        self.window += page.relevance
+        n = page.fetch_order
+        if self.log_every > 0 and n % self.log_every == 0:
+            stats = self.crawler.stats
+            harvest = self.total / n
+            logger.info(
+                "pages=%d harvest=%.3f loss=%.3f recent_harvest=%.3f relevant=%s frontier=%s",
+                n,
+                harvest,
+                1.0 - harvest,
+                self.window / self.log_every,
+                stats.get_value("focused/relevant_pages"),
+                stats.get_value("focused/frontier/size", "?"),
+            )
+            self.window = 0.0
+        if self.max_pages and n >= self.max_pages and self._closing is None:
+            logger.info("Page budget reached (%d pages): closing the spider", self.max_pages)
+            self._closing = deferred_from_coro(self.crawler.engine.close_spider_async(reason="focused_max_pages"))
+
+
+class StatsFile:
+    """Write the crawl's final stats as JSON to ``FOCUSED_STATS_FILE`` (for scripts)."""
+
+    def __init__(self, crawler: Crawler, path: str) -> None:
+        self.crawler = crawler
+        self.path = path
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        path = crawler.settings.get("FOCUSED_STATS_FILE") or ""
+        if not path:
+            raise NotConfigured
+        ext = cls(crawler, path)
+        crawler.signals.connect(ext.spider_closed, signal=scrapy_signals.spider_closed)
+        return ext
+
+    def spider_closed(self, reason: str) -> None:
+        stats = dict(self.crawler.stats.get_stats())
+        stats["finish_reason"] = reason
+        target = Path(self.path)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        tmp = target.with_name(target.name + ".tmp")
+        tmp.write_text(json.dumps(stats, default=str, indent=1, sort_keys=True))
+        os.replace(tmp, target)

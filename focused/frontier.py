@@ -1,0 +1,172 @@
+"""A best-first crawl frontier that can merge parents and re-score waiting URLs.
+
+Scrapy-free: the crawler's scheduler (:mod:`focused.scheduler`) wraps it. A
+waiting URL is one entry, keyed by its request fingerprint, holding an opaque
+item (the request), its integer priority and an optional payload per parent
+(for example the compact link features the apprentice re-scores from).
+
+* **Global best-first.** One heap over all hosts (Scrapy's per-domain queues
+  are best-first only within a domain).
+* **Several parents.** When a waiting URL is found again, its priority is
+  combined with the new parent's: ``first`` keeps the first parent's (the
+  paper's footnote 2), ``max`` and ``mean`` combine all parents seen so far.
+* **Ties.** Equal priorities pop in discovery order (``fifo``) or in a seeded
+  random order (``random``), which is how benchmarks measure run-to-run noise.
+* **Re-scoring.** :meth:`Frontier.rescore` re-evaluates every waiting entry
+  with a new scorer and rebuilds the heap in one pass (O(n log n)).
+
+The heap uses lazy invalidation: a changed entry is pushed again with a new
+handle and stale heap items are skipped when popped.
+"""
+
+from __future__ import annotations
+
+import heapq
+import random
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+
+AGGREGATIONS = ("first", "max", "mean")
+TIEBREAKS = ("fifo", "random")
+
+
+@dataclass
+class Entry(Generic[T]):
+    """One waiting URL."""
+
+    key: str
+    item: T
+    priority: int
+    tie: float
+    parent_priorities: list[int] = field(default_factory=list)
+    payloads: list[Any] = field(default_factory=list)
+    handle: int = 0
+
+
+class Frontier(Generic[T]):
+    """Priority queue of waiting URLs with parent merging and re-scoring."""
+
+    def __init__(self, aggregation: str = "max", tiebreak: str = "fifo", seed: int = 0) -> None:
+        if aggregation not in AGGREGATIONS:
+            raise ValueError(f"aggregation must be one of {AGGREGATIONS}, not {aggregation!r}")
+        if tiebreak not in TIEBREAKS:
+            raise ValueError(f"tiebreak must be one of {TIEBREAKS}, not {tiebreak!r}")
+        self.aggregation = aggregation
+        self.tiebreak = tiebreak
+        self._rng = random.Random(seed)
+        self._entries: dict[str, Entry[T]] = {}
+        self._heap: list[tuple[int, float, int, str]] = []
+        self._counter = 0
+        self.merged = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __contains__(self, key: str) -> bool:
+        return key in self._entries
+
+    def _next_handle(self) -> int:
+        self._counter += 1
+        return self._counter
+
+    def _heap_push(self, entry: Entry[T]) -> None:
+        entry.handle = self._next_handle()
+        heapq.heappush(self._heap, (-entry.priority, entry.tie, entry.handle, entry.key))
+
+    def _combine(self, priorities: list[int]) -> int:
+        if self.aggregation == "first":
+            return priorities[0]
+        if self.aggregation == "max":
+            return max(priorities)
+        return round(sum(priorities) / len(priorities))
+
+    def push(self, key: str, item: T, priority: int, payload: Any = None) -> bool:
+        """Add a URL, or merge a new parent into a waiting one.
+
+        Returns ``True`` when the URL is new to the frontier, ``False`` when it
+        was already waiting (its priority then follows the aggregation rule).
+        """
+        entry = self._entries.get(key)
+        if entry is None:
+            tie = float(self._counter) if self.tiebreak == "fifo" else self._rng.random()
+            entry = Entry(key, item, int(priority), tie, [int(priority)], [payload])
+            self._entries[key] = entry
+            self._heap_push(entry)
+            return True
+        self.merged += 1
+        entry.parent_priorities.append(int(priority))
+        entry.payloads.append(payload)
+        new = self._combine(entry.parent_priorities)
+        if new != entry.priority:
+            entry.priority = new
+            self._heap_push(entry)
+        return False
+
+    def pop(self) -> Entry[T] | None:
+        """Remove and return the best waiting entry (``None`` when empty)."""
+        while self._heap:
+            _, _, handle, key = heapq.heappop(self._heap)
+            entry = self._entries.get(key)
+            if entry is not None and entry.handle == handle:
+                del self._entries[key]
+                return entry
+        return None
+
+    def peek(self) -> Entry[T] | None:
+        """The entry :meth:`pop` would return, without removing it."""
+        while self._heap:
+            _, _, handle, key = self._heap[0]
+            entry = self._entries.get(key)
+            if entry is not None and entry.handle == handle:
+                return entry
+            heapq.heappop(self._heap)
+        return None
+
+    def __iter__(self) -> Iterator[Entry[T]]:
+        """Waiting entries in no particular order."""
+        return iter(list(self._entries.values()))
+
+    def rescore(self, scorer: Callable[[Entry[T]], int | None]) -> int:
+        """Re-evaluate every waiting entry and rebuild the heap.
+
+        ``scorer`` returns the entry's new priority, or ``None`` to keep it.
+        Returns how many priorities changed.
+        """
+        changed = 0
+        heap: list[tuple[int, float, int, str]] = []
+        for entry in self._entries.values():
+            new = scorer(entry)
+            if new is not None and int(new) != entry.priority:
+                entry.priority = int(new)
+                changed += 1
+            entry.handle = self._next_handle()
+            heap.append((-entry.priority, entry.tie, entry.handle, entry.key))
+        heapq.heapify(heap)
+        self._heap = heap
+        return changed
+
+    def state(self, encode: Callable[[T], Any]) -> dict[str, Any]:
+        """A picklable snapshot, with each item turned into data by ``encode``."""
+        return {
+            "aggregation": self.aggregation,
+            "tiebreak": self.tiebreak,
+            "counter": self._counter,
+            "merged": self.merged,
+            "entries": [
+                (e.key, encode(e.item), e.priority, e.tie, e.parent_priorities, e.payloads)
+                for e in self._entries.values()
+            ],
+        }
+
+    def restore(self, state: dict[str, Any], decode: Callable[[Any], T]) -> int:
+        """Load a snapshot made by :meth:`state`; returns the number of entries."""
+        self._counter = max(self._counter, int(state.get("counter", 0)))
+        self.merged = int(state.get("merged", 0))
+        for key, data, priority, tie, parents, payloads in state["entries"]:
+            entry = Entry(key, decode(data), int(priority), float(tie), list(parents), list(payloads))
+            self._entries[key] = entry
+            self._heap_push(entry)
+        return len(state["entries"])

@@ -1,0 +1,308 @@
+"""The replay store: stored HTTP responses looked up by their original URL.
+
+Responses are keyed by :func:`~focused.replay.urlnorm.normalize_url`. On top of
+exact matches, :meth:`ReplayStore.resolve` answers the way a 1990s web server
+with ``DirectoryIndex index.html index.htm`` would: ``dir/`` and
+``dir/index.html`` name the same page, and ``dir`` (no slash) is redirected to
+``dir/`` so that the page's relative links resolve against the right base.
+Nothing else is guessed: paths stay case-sensitive and ``//`` is not merged.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import tempfile
+from collections.abc import Collection, Iterator, Sequence
+from contextlib import contextmanager, suppress
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from focused.replay.urlnorm import normalize_url
+
+__all__ = ["Lookup", "ReplayStore", "StoreError", "StoredResponse", "open_store"]
+
+logger = logging.getLogger(__name__)
+
+#: Names a directory URL is also served under, in the order they are tried.
+INDEX_NAMES = ("index.html", "index.htm")
+#: Joins the labels of a page that carries several.
+LABEL_SEPARATOR = "|"
+
+# WebKB file names write a control character c as chr(0xF000 + c), as they do
+# ':' (U+F03A); a few URLs end in an encoded carriage return (U+F00D).
+_WEBKB_PRIVATE = {c: chr(c - 0xF000) for c in range(0xF000, 0xF080)}
+
+
+class StoreError(Exception):
+    """An archive, WARC or labels file is missing, unreadable or malformed."""
+
+
+@dataclass
+class StoredResponse:
+    """One stored HTTP response, under the URL it was fetched from."""
+
+    url: str
+    status: int
+    headers: list[tuple[str, str]] = field(repr=False)
+    body: bytes = field(repr=False)
+
+    def header(self, name: str) -> str | None:
+        """Return the first header called ``name`` (case-insensitive), if any."""
+        lname = name.lower()
+        return next((value for key, value in self.headers if key.lower() == lname), None)
+
+
+@dataclass(frozen=True)
+class Lookup:
+    """What a request for a URL gets: a stored response, a redirect, or neither (404)."""
+
+    response: StoredResponse | None
+    redirect: str | None = None
+
+
+def merge_labels(old: str | None, new: str | None) -> str | None:
+    """Join two ``|``-separated label sets, keeping order and dropping repeats."""
+    parts = [p for value in (old, new) if value for p in value.split(LABEL_SEPARATOR) if p]
+    return LABEL_SEPARATOR.join(dict.fromkeys(parts)) or None
+
+
+class ReplayStore:
+    """An in-memory map from normalized URL to :class:`StoredResponse`.
+
+    ``labels`` and ``groups`` map normalized URLs to a page's label(s) (``|``
+    joined) and group (for WebKB, the university). When two stored responses
+    share a normalized URL the first is kept and their labels are merged.
+    """
+
+    def __init__(self) -> None:
+        self._responses: dict[str, StoredResponse] = {}
+        self.labels: dict[str, str] = {}
+        self.groups: dict[str, str] = {}
+
+    def add(self, resp: StoredResponse, label: str | None = None, group: str | None = None) -> None:
+        """Store ``resp`` under its URL (``ValueError`` if not an absolute URL)."""
+        key = normalize_url(resp.url)
+        kept = self._responses.setdefault(key, resp)
+        if kept is not resp:
+            logger.debug("%s already stored (as %s); keeping the first response", resp.url, kept.url)
+        merged = merge_labels(self.labels.get(key), label)
+        if merged:
+            self.labels[key] = merged
+        if group:
+            self.groups.setdefault(key, group)
+
+    def __len__(self) -> int:
+        return len(self._responses)
+
+    def __contains__(self, url: object) -> bool:
+        """Whether a request for ``url`` is answered by a page or a redirect (not a 404)."""
+        if not isinstance(url, str):
+            return False
+        try:
+            lookup = self.resolve(url)
+        except ValueError:
+            return False
+        return lookup.response is not None or lookup.redirect is not None
+
+    def urls(self) -> list[str]:
+        """The stored responses' original URLs, in the order they were added."""
+        return [resp.url for resp in self._responses.values()]
+
+    def responses(self) -> Iterator[StoredResponse]:
+        """The stored responses, in the order they were added."""
+        return iter(list(self._responses.values()))
+
+    def resolve(self, url: str) -> Lookup:
+        """Look ``url`` up as the replay server answers it.
+
+        Exact match first; ``dir/`` is served from a stored ``dir/index.html``
+        (or ``.htm``) and vice versa, and from a stored ``dir`` that is not a
+        redirect (some 1996 servers answered ``dir`` with the page itself);
+        ``dir`` is redirected to ``dir/`` when ``dir/`` or its index is stored;
+        anything else is ``Lookup(None, None)``, a 404.
+        Raises ``ValueError`` if ``url`` is not an absolute URL.
+        """
+        key, redirect = self._resolve_key(normalize_url(url))
+        return Lookup(self._responses[key] if key else None, redirect)
+
+    def label_of(self, url: str) -> str | None:
+        """The label(s) of the page a request for ``url`` ends up on, if labelled."""
+        return self.labels.get(self._label_key(url))
+
+    def group_of(self, url: str) -> str | None:
+        """The group (e.g. WebKB university) of the page ``url`` ends up on, if known."""
+        return self.groups.get(self._label_key(url))
+
+    def _label_key(self, url: str) -> str:
+        key = normalize_url(url)
+        found, redirect = self._resolve_key(key)
+        if found is None and redirect is not None:
+            found, _ = self._resolve_key(redirect)
+        return found or key
+
+    def _resolve_key(self, key: str) -> tuple[str | None, str | None]:
+        """Return ``(stored key, None)``, ``(None, redirect URL)`` or ``(None, None)``."""
+        if key in self._responses:
+            return key, None
+        rest, qmark, query = key.partition("?")
+        scheme, _, hostpath = rest.partition("://")
+        slash = hostpath.find("/")
+        origin = f"{scheme}://{hostpath[:slash]}"
+        path = hostpath[slash:]
+        directory, _, last = path.rpartition("/")
+        if not last:
+            candidates = [path + name for name in INDEX_NAMES]
+            bare = f"{origin}{directory}{qmark}{query}"
+            if directory and bare in self._responses and self._responses[bare].status < 300:
+                # stored as "dir" (an old server answered it without redirecting): same page
+                candidates.append(directory)
+        elif last in INDEX_NAMES:
+            candidates = [directory + "/"]
+        else:
+            target = f"{origin}{path}/{qmark}{query}"
+            for candidate in (f"{path}/", *(f"{path}/{name}" for name in INDEX_NAMES)):
+                if f"{origin}{candidate}{qmark}{query}" in self._responses:
+                    return None, target
+            return None, None
+        for candidate in candidates:
+            candidate_key = f"{origin}{candidate}{qmark}{query}"
+            if candidate_key in self._responses:
+                return candidate_key, None
+        return None, None
+
+    @classmethod
+    def from_webkb(cls, path: str | Path, universities: Collection[str] | None = None) -> ReplayStore:
+        """Load a WebKB archive (``.tar.gz`` or folder): label = class, group = university.
+
+        Stored unfollowed redirects are kept as 302s with their ``Location``.
+        ``universities`` restricts the store to those universities.
+        """
+        from focused.corpora.webkb import ArchiveError, iter_webkb
+
+        wanted = _as_set(universities)
+        store = cls()
+        seen: set[str] = set()
+        pages = 0
+        try:
+            for page in iter_webkb(path):
+                if wanted is not None and page.university not in wanted:
+                    continue
+                url = page.url.translate(_WEBKB_PRIVATE).strip()
+                resp = StoredResponse(url, page.status, list(page.headers), page.body)
+                try:
+                    store.add(resp, label=page.label, group=page.university)
+                except ValueError as exc:
+                    logger.warning("skipping %s: %s", page.url, exc)
+                    continue
+                seen.add(page.university)
+                pages += 1
+        except ArchiveError as exc:
+            raise StoreError(str(exc)) from exc
+        missing = sorted((wanted or set()) - seen)
+        if missing:
+            raise StoreError(f"no pages for {', '.join(missing)} in {path}")
+        logger.info("loaded %d WebKB pages (%d distinct URLs) from %s", pages, len(store), path)
+        return store
+
+    @classmethod
+    def from_warc(
+        cls, paths: str | Path | Sequence[str | Path], labels: str | Path | None = None
+    ) -> ReplayStore:
+        """Load the ``response`` records of one or more WARC files, with an optional labels TSV."""
+        from focused.replay.labels import read_labels
+        from focused.replay.warc import iter_warc
+
+        if isinstance(paths, (str, Path)):
+            paths = [paths]
+        if not paths:
+            raise StoreError("no WARC files given")
+        store = cls()
+        for path in paths:
+            for resp in iter_warc(path):
+                try:
+                    store.add(resp)
+                except ValueError as exc:
+                    logger.warning("skipping record for %r in %s: %s", resp.url, path, exc)
+        if labels is not None:
+            store.labels, store.groups = read_labels(labels)
+        logger.info("loaded %d distinct URLs from %d WARC file(s)", len(store), len(paths))
+        return store
+
+    def restrict_to_groups(self, groups: Collection[str]) -> None:
+        """Drop every response whose group is not in ``groups``."""
+        wanted = _as_set(groups) or set()
+        for key in [k for k in self._responses if self.groups.get(k) not in wanted]:
+            del self._responses[key]
+
+
+def open_store(
+    path: str | Path, labels: str | Path | None = None, universities: Collection[str] | None = None
+) -> ReplayStore:
+    """Open whatever ``path`` holds: a ``.warc``/``.warc.gz`` file, a folder of
+    them, or a WebKB archive (``.tar.gz`` or folder).
+
+    ``labels`` (a TSV, see :mod:`focused.replay.labels`) replaces the labels and
+    groups that came with the archive. ``universities`` keeps only those
+    groups (for WARC input the groups come from the labels file).
+    """
+    from focused.replay.labels import read_labels
+
+    path = Path(path)
+    if not path.exists():
+        raise StoreError(f"no such archive: {path}")
+    warcs = _warc_files(path)
+    if warcs:
+        if universities and labels is None:
+            raise StoreError("selecting universities from WARC input needs a labels file with groups")
+        store = ReplayStore.from_warc(warcs, labels)
+        if universities:
+            store.restrict_to_groups(universities)
+            if not store:
+                raise StoreError(f"no pages for {', '.join(sorted(universities))} in {path}")
+        return store
+    store = ReplayStore.from_webkb(path, universities)
+    if labels is not None:
+        store.labels, store.groups = read_labels(labels)
+    return store
+
+
+def _warc_files(path: Path) -> list[Path]:
+    if path.is_file():
+        return [path] if _is_warc(path) else []
+    if path.is_dir():
+        return sorted(p for p in path.iterdir() if p.is_file() and _is_warc(p))
+    return []
+
+
+def _is_warc(path: Path) -> bool:
+    return path.name.endswith((".warc", ".warc.gz"))
+
+
+def _as_set(values: Collection[str] | None) -> set[str] | None:
+    if values is None:
+        return None
+    return {values} if isinstance(values, str) else set(values)
+
+
+@contextmanager
+def atomic_output(path: str | Path) -> Iterator[BinaryIO]:
+    """Open ``path`` for binary writing so that it appears only once complete.
+
+    Writes to a temporary file in the same folder, then renames it over
+    ``path``; on any error the temporary file is removed and ``path`` is untouched.
+    """
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            yield fh
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise

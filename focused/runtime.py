@@ -1,0 +1,133 @@
+"""The per-crawl state shared by the focused crawler's Scrapy components.
+
+The spider middleware that scores links and the pipeline that labels pages both
+need the critic's verdict on the same page; :class:`CrawlRuntime` loads the
+critic and the topic once per crawler, and memoises verdicts by URL so that a
+page is classified once. Components get it with ``CrawlRuntime.of(crawler)``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Callable
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.conf import closest_scrapy_cfg
+
+from focused.errors import ConfigError
+from focused.learning.critic import Topic, UnknownTopicError, Verdict, load_critic
+from focused.strategies import STRATEGIES, Baseline, BreadthFirst, Oracle, Strategy
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
+
+logger = logging.getLogger(__name__)
+
+_ATTR = "_focused_runtime"
+_MEMO_SIZE = 2048
+
+
+def project_path(path: str | Path) -> Path:
+    """Resolve a relative path against the project root (the folder of ``scrapy.cfg``).
+
+    Without a ``scrapy.cfg`` (e.g. when running from a Scrapyd egg) the current
+    directory is the root.
+    """
+    path = Path(path).expanduser()
+    if path.is_absolute():
+        return path
+    cfg = closest_scrapy_cfg()
+    root = Path(cfg).parent if cfg else Path.cwd()
+    return root / path
+
+
+def label_lookup(labels: dict[str, str]) -> Callable[[str], str | None]:
+    """Ground-truth lookup that treats ``dir``, ``dir/`` and ``dir/index.html`` alike."""
+    from focused.replay.urlnorm import normalize_url
+
+    def label_of(url: str) -> str | None:
+        key = normalize_url(url)
+        label = labels.get(key)
+        if label is not None:
+            return label
+        base = key[: -len("index.html")] if key.endswith("/index.html") else key
+        for candidate in (base, base.rstrip("/"), base.rstrip("/") + "/", base.rstrip("/") + "/index.html"):
+            label = labels.get(candidate)
+            if label is not None:
+                return label
+        return None
+
+    return label_of
+
+
+class CrawlRuntime:
+    """Critic, topic, strategy and verdict memo of one crawl."""
+
+    def __init__(self, settings: BaseSettings) -> None:
+        self.settings = settings
+        model_path = project_path(settings.get("FOCUSED_CRITIC_MODEL"))
+        self.critic: Any = load_critic(model_path)
+        self.model_path = model_path
+        spec = settings.get("FOCUSED_TOPIC") or ""
+        if not spec.strip():
+            raise ConfigError(
+                "no topic given: use -a topic=NAME; valid topics for "
+                f"{model_path.name}: {', '.join(self.critic.topics())}"
+            )
+        try:
+            self.topic: Topic = self.critic.resolve_topic(spec)
+        except UnknownTopicError as exc:
+            raise ConfigError(str(exc)) from exc
+        self.threshold = settings.getfloat("FOCUSED_RELEVANCE_THRESHOLD", 0.5)
+        self.strategy: Strategy = self._make_strategy(settings.get("FOCUSED_STRATEGY", "baseline"))
+        self._memo: OrderedDict[str, Verdict] = OrderedDict()
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> CrawlRuntime:
+        """The runtime of ``crawler``, created on first use."""
+        runtime = getattr(crawler, _ATTR, None)
+        if runtime is None:
+            runtime = cls(crawler.settings)
+            setattr(crawler, _ATTR, runtime)
+        return runtime
+
+    def _make_strategy(self, name: str) -> Strategy:
+        if name == "bfs":
+            return BreadthFirst()
+        if name == "baseline":
+            return Baseline()
+        if name == "oracle":
+            path = self.settings.get("FOCUSED_LABELS")
+            if not path:
+                raise ConfigError("strategy 'oracle' needs ground-truth labels: -s FOCUSED_LABELS=FILE")
+            from focused.replay.labels import read_labels
+
+            try:
+                labels, _ = read_labels(project_path(path))
+            except OSError as exc:
+                raise ConfigError(f"cannot read labels file {path}: {exc}") from exc
+            return Oracle(self.topic, label_lookup(labels))
+        raise ConfigError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")
+
+    def judge(self, url: str, text: str) -> Verdict:
+        """The critic's verdict on a page, computed once per URL."""
+        verdict = self._memo.get(url)
+        if verdict is None:
+            verdict = self.critic.judge(text, self.topic, url=url)
+            self._memo[url] = verdict
+            if len(self._memo) > _MEMO_SIZE:
+                self._memo.popitem(last=False)
+        return verdict
+
+    def seeds(self) -> list[str]:
+        """The example URLs the model stores for the topic's classes."""
+        examples = getattr(self.critic, "examples", {}) or {}
+        urls: list[str] = []
+        for cls_name in self.topic.classes:
+            for url in examples.get(cls_name, []):
+                if url not in urls:
+                    urls.append(url)
+        return urls

@@ -1,0 +1,47 @@
+"""Scrapy settings of the focused crawler (polite defaults for the live web).
+
+Every ``FOCUSED_*`` default comes from :mod:`focused.defaults`. For crawls of
+a loopback replay use ``-s FOCUSED_PROFILE=replay`` (see :mod:`focused.profiles`).
+"""
+
+from focused.defaults import *  # noqa: F403  (all FOCUSED_* defaults, one place)
+
+BOT_NAME = "focused"
+SPIDER_MODULES = ["focused.spiders"]
+NEWSPIDER_MODULE = "focused.spiders"
+
+USER_AGENT = "focused/0.1 (+a research focused crawler)"
+ROBOTSTXT_OBEY = True
+
+# Politeness on the live web: few parallel requests per site, adaptive delays.
+CONCURRENT_REQUESTS = 16
+CONCURRENT_REQUESTS_PER_DOMAIN = 2
+DOWNLOAD_DELAY = 0.5
+AUTOTHROTTLE_ENABLED = True
+AUTOTHROTTLE_START_DELAY = 1.0
+AUTOTHROTTLE_TARGET_CONCURRENCY = 1.0
+DOWNLOAD_TIMEOUT = 30
+DOWNLOAD_MAXSIZE = 5 * 1024 * 1024
+
+# The frontier is ours: global best-first, parent merging, re-scoring, JOBDIR.
+SCHEDULER = "focused.scheduler.FocusedScheduler"
+DEPTH_PRIORITY = 0
+
+SPIDER_MIDDLEWARES = {
+    "focused.scoring.LinkScoringMiddleware": 950,
+}
+DOWNLOADER_MIDDLEWARES = {
+    "focused.proxy.ReplayProxyMiddleware": 740,
+}
+ITEM_PIPELINES = {
+    "focused.pipelines.CriticPipeline": 300,
+}
+EXTENSIONS = {
+    "focused.extensions.HarvestMonitor": 500,
+    "focused.extensions.StatsFile": 510,
+}
+
+TELNETCONSOLE_ENABLED = False
+FEED_EXPORT_ENCODING = "utf-8"
+LOG_LEVEL = "INFO"
+TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"

@@ -1,0 +1,99 @@
+import pytest
+
+from focused.frontier import Frontier
+from focused.priority import PRIORITY_SCALE, SEED_PRIORITY, priority_to_score, score_to_priority
+
+
+def drain(frontier):
+    out = []
+    while (entry := frontier.pop()) is not None:
+        out.append(entry.key)
+    return out
+
+
+def test_score_to_priority_is_int_monotone_and_clipped():
+    values = [score_to_priority(s) for s in (-1.0, 0.0, 0.1, 0.5, 0.9, 1.0, 7.0)]
+    assert all(type(v) is int for v in values)
+    assert values == sorted(values)
+    assert values[0] == 0 and values[-1] == PRIORITY_SCALE
+    assert score_to_priority(float("nan")) == 0
+    assert score_to_priority(0.1234567) != score_to_priority(0.1234557)
+    assert SEED_PRIORITY > PRIORITY_SCALE
+    assert priority_to_score(score_to_priority(0.25)) == pytest.approx(0.25)
+
+
+def test_best_first_with_fifo_ties():
+    f = Frontier(tiebreak="fifo")
+    for key, prio in [("a", 1), ("b", 5), ("c", 5), ("d", 3)]:
+        f.push(key, key, prio)
+    assert drain(f) == ["b", "c", "d", "a"]
+
+
+def test_random_tiebreak_is_seeded():
+    orders = []
+    for seed in (1, 1, 2):
+        f = Frontier(tiebreak="random", seed=seed)
+        for i in range(20):
+            f.push(str(i), i, 7)
+        orders.append(drain(f))
+    assert orders[0] == orders[1]
+    assert orders[0] != orders[2]
+    assert sorted(orders[2], key=int) == [str(i) for i in range(20)]
+
+
+@pytest.mark.parametrize(
+    ("aggregation", "expected"),
+    [("first", 10), ("max", 90), ("mean", 50)],
+)
+def test_parent_aggregation(aggregation, expected):
+    f = Frontier(aggregation=aggregation)
+    assert f.push("x", "x", 10) is True
+    assert f.push("x", "x", 90) is False
+    assert f.push("x", "x", 50) is False
+    f.push("y", "y", 49)
+    entry = next(e for e in f if e.key == "x")
+    assert entry.priority == expected
+    assert f.peek().key == ("x" if expected > 49 else "y")
+    assert entry.parent_priorities == [10, 90, 50]
+    assert len(f) == 2
+    assert f.merged == 2
+
+
+def test_merge_moves_a_waiting_url_up():
+    f = Frontier(aggregation="max")
+    f.push("low", "low", 1)
+    f.push("mid", "mid", 5)
+    f.push("low", "low", 9)
+    assert drain(f) == ["low", "mid"]
+
+
+def test_rescore_changes_pop_order_and_keeps_payloads():
+    f = Frontier()
+    for i, key in enumerate("abcd"):
+        f.push(key, key, i, payload={"feat": key})
+    assert f.peek().key == "d"
+    changed = f.rescore(lambda e: {"a": 100, "b": None}.get(e.key, 0))
+    assert changed == 3  # a: 0->100, c: 2->0, d: 3->0; b kept
+    assert drain(f) == ["a", "b", "c", "d"]
+
+
+def test_state_round_trip():
+    f = Frontier(aggregation="mean")
+    f.push("a", {"u": "a"}, 3, payload=[1, 2])
+    f.push("b", {"u": "b"}, 8)
+    f.push("a", {"u": "a"}, 5)
+    state = f.state(lambda item: item["u"])
+    g = Frontier(aggregation="mean")
+    assert g.restore(state, lambda data: {"u": data}) == 2
+    first = g.pop()
+    assert first.key == "b" and first.item == {"u": "b"}
+    second = g.pop()
+    assert second.priority == 4 and second.payloads == [[1, 2], None]
+    assert g.pop() is None
+
+
+def test_bad_options_are_rejected():
+    with pytest.raises(ValueError, match="aggregation"):
+        Frontier(aggregation="median")
+    with pytest.raises(ValueError, match="tiebreak"):
+        Frontier(tiebreak="lifo")

@@ -1,0 +1,107 @@
+"""Visible-text extraction and tokenization (focused.learning.text)."""
+
+from __future__ import annotations
+
+import statistics
+import time
+
+import pytest
+
+from focused.learning.text import decode_html, html_to_text, tokenize
+
+PAGE = """<!DOCTYPE html>
+<html><head><title>CS 415 &amp; Friends</title>
+<script type="text/javascript">var hidden = "scriptword";</script>
+<style>p { color: stylecolor; }</style>
+</head><body>
+<!-- a commentword -->
+<h1>Operating&nbsp;Systems</h1>
+<p>Caf&eacute; &#233;t&#xE9; <b>W</b>ord</p>
+<noscript>noscriptword</noscript>
+<table><tr><td>left</td><td>right</td></tr></table>
+</body></html>"""
+
+
+def test_title_and_body_kept_hidden_parts_dropped() -> None:
+    text = html_to_text(PAGE)
+    assert text.startswith("CS 415 & Friends\n")
+    assert "\nOperating Systems\n" in text  # &nbsp; becomes a plain space
+    for hidden in ("scriptword", "stylecolor", "commentword", "noscriptword", "hidden"):
+        assert hidden not in text
+
+
+def test_entities_decoded_and_inline_markup_does_not_split_words() -> None:
+    text = html_to_text(PAGE)
+    assert "Café été Word" in text
+
+
+def test_block_elements_separate_words() -> None:
+    assert tokenize(html_to_text(PAGE))[-2:] == ["left", "right"]
+    assert html_to_text("<div>one</div><div>two</div>") == "one\ntwo"
+
+
+@pytest.mark.parametrize(
+    ("html", "expected"),
+    [
+        ("<p>unclosed <b>bold <i>italic", "unclosed bold italic"),
+        ("</td></tr>stray end tags<td>cell", "stray end tags\ncell"),
+        ("<html><body><p>in</p></body></html><p>after the end</p>", "in\nafter the end"),
+        ("<title>T</title><!-- sloppy 1990s comment > <p>kept</p><!-- another -->", "T\nkept"),
+        ("plain text, no markup", "plain text, no markup"),
+        ('<?xml version="1.0" encoding="utf-8"?><html><body>x</body></html>', "x"),
+        ("nul\x00and\x07controls", "nul and controls"),
+        ("<p>a<p>b<li>c", "a\nb\nc"),
+    ],
+)
+def test_malformed_html(html: str, expected: str) -> None:
+    assert html_to_text(html) == expected
+
+
+@pytest.mark.parametrize("empty", ["", b"", "   \n ", b"\r\n", "<!-- only a comment -->", "<script>x=1</script>"])
+def test_empty_input_gives_empty_string(empty: str | bytes) -> None:
+    assert html_to_text(empty) == ""
+
+
+def test_latin1_bytes_without_declaration() -> None:
+    assert html_to_text(b"<p>Caf\xe9 na\xefve</p>") == "Café naïve"
+
+
+def test_utf8_bytes_and_meta_charset() -> None:
+    assert html_to_text("<p>Café</p>".encode()) == "Café"
+    koi8 = '<meta http-equiv="Content-Type" content="text/html; charset=koi8-r"><p>Привет</p>'
+    assert html_to_text(koi8.encode("koi8-r")) == "Привет"
+
+
+def test_given_encoding_is_tried_first_and_bad_names_ignored() -> None:
+    data = "<p>Привет</p>".encode("cp1251")
+    assert html_to_text(data, encoding="cp1251") == "Привет"
+    assert html_to_text(data, encoding="no-such-codec") == data.decode("latin-1")[3:-4]
+    # A declared charset that cannot decode the bytes falls through to the next candidate.
+    assert decode_html(b"caf\xe9", encoding="utf-8") == "café"
+
+
+def test_twenty_kilobyte_page_is_fast() -> None:
+    row = "<tr><td><a href='/x'>Lecture notes</a></td><td>Week <b>3</b>: scheduling &amp; paging</td></tr>\n"
+    page = "<html><head><title>Big</title></head><body><table>" + row * 200 + "</table></body></html>"
+    assert 19_000 < len(page) < 25_000
+    html_to_text(page)
+    runs = []
+    for _ in range(7):
+        start = time.perf_counter()
+        html_to_text(page)
+        runs.append(time.perf_counter() - start)
+    assert statistics.median(runs) < 0.025  # typically ~2 ms; fails if extraction turns quadratic
+
+
+def test_tokenize() -> None:
+    assert tokenize("CS 415: Operating Systems, Fall 1996 (e-mail CS415-TAs)") == [
+        "cs",
+        "operating",
+        "systems",
+        "fall",
+        "mail",
+        "cs415",
+        "tas",
+    ]
+    assert tokenize("Ÿ ÉCOLE Normale, naïve x_y 3.14 ²² a I") == ["école", "normale", "naïve"]
+    assert tokenize("") == []
