@@ -26,6 +26,8 @@ def replay_profile(settings: BaseSettings) -> dict[str, Any]:
         "TELNETCONSOLE_ENABLED": False,
         "COOKIES_ENABLED": False,
         "DNSCACHE_ENABLED": True,
+        # Only http(s) goes through the replay proxy; nothing may leave loopback.
+        "DOWNLOAD_HANDLERS": {"ftp": None, "file": None, "s3": None, "data": None},
         # Pull the next request only once every downloaded page has been
         # parsed and its outlinks scored: otherwise the engine pops the
         # frontier before the newest links are in it, and the fetch order lags

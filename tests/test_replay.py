@@ -134,9 +134,7 @@ def test_normalize_url(url: str, expected: str) -> None:
     assert normalize_url(expected) == expected  # idempotent
 
 
-@pytest.mark.parametrize(
-    "url", ["/relative/path", "www.example.edu/", "http://", "http://h:99999/", "mailto:a@b"]
-)
+@pytest.mark.parametrize("url", ["/relative/path", "www.example.edu/", "http://", "http://h:99999/", "mailto:a@b"])
 def test_normalize_url_rejects(url: str) -> None:
     with pytest.raises(ValueError):
         normalize_url(url)
@@ -403,9 +401,7 @@ def test_webkb_to_warc(tmp_path: Path) -> None:
     direct, via_warc = open_store(archive), open_store(out, labels=labels)
     assert via_warc.urls() == direct.urls()
     assert via_warc.labels == direct.labels and via_warc.groups == direct.groups
-    assert [(r.status, r.body) for r in via_warc.responses()] == [
-        (r.status, r.body) for r in direct.responses()
-    ]
+    assert [(r.status, r.body) for r in via_warc.responses()] == [(r.status, r.body) for r in direct.responses()]
     ann = via_warc.resolve("http://www.cs.example.edu/~ann/").response
     assert ann is not None and ann.header("Content-Length") == str(len(b"<html>Ann</html>"))  # was a stale 7
     assert open_store(tmp_path / "archive").label_of("http://www.cs.texas-ex.edu/~bo/") == "faculty|staff"

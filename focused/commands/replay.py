@@ -31,12 +31,8 @@ def register(subparsers: Any) -> None:
         "(default: webkb-dev.tar.gz in the corpora folder)",
     )
     replay.add_argument("--labels", type=Path, help="labels TSV (url<TAB>label[<TAB>group])")
-    replay.add_argument(
-        "--port", type=int, default=8899, help="port on 127.0.0.1, 0 = any free (default 8899)"
-    )
-    replay.add_argument(
-        "--latency", type=float, default=0.0, help="seconds added to each response (default 0)"
-    )
+    replay.add_argument("--port", type=int, default=8899, help="port on 127.0.0.1, 0 = any free (default 8899)")
+    replay.add_argument("--latency", type=float, default=0.0, help="seconds added to each response (default 0)")
     replay.add_argument(
         "--universities", type=_csv, help="comma-separated groups to serve, e.g. cornell,texas (default all)"
     )
@@ -47,9 +43,7 @@ def register(subparsers: Any) -> None:
         help="convert the WebKB archive into a WARC file plus a labels TSV",
         description="Write one WARC response record per distinct WebKB URL and the labels beside it.",
     )
-    convert.add_argument(
-        "archive", nargs="?", type=Path, help="WebKB .tar.gz or folder (default: dev archive)"
-    )
+    convert.add_argument("archive", nargs="?", type=Path, help="WebKB .tar.gz or folder (default: dev archive)")
     convert.add_argument("-o", "--output", type=Path, required=True, help="output WARC (.warc or .warc.gz)")
     convert.add_argument("--labels", type=Path, help="output labels TSV (default: OUTPUT with .labels.tsv)")
     convert.add_argument("--universities", type=_csv, help="comma-separated universities (default all)")
@@ -72,7 +66,7 @@ def _archive(path: Path | None) -> Path:
 
 
 def run_replay(args: argparse.Namespace) -> int:
-    """Serve until Ctrl-C (or SIGTERM)."""
+    """Serve until Ctrl-C or SIGTERM."""
     from focused.replay.server import PortInUseError, ReplayServer
     from focused.replay.store import StoreError, open_store
 
@@ -86,18 +80,20 @@ def run_replay(args: argparse.Namespace) -> int:
     except (OSError, ValueError) as exc:
         raise CommandError(f"cannot serve on port {args.port}: {exc}") from exc
     stopped = threading.Event()
-    previous = signal.signal(signal.SIGTERM, lambda *_: stopped.set())
+    # Handle SIGINT too: a shell starts background jobs with SIGINT ignored.
+    previous = {sig: signal.signal(sig, lambda *_: stopped.set()) for sig in (signal.SIGINT, signal.SIGTERM)}
     try:
         print(
             f"replaying {len(store)} pages on {server.proxy_url} (use it as an HTTP proxy); Ctrl-C to stop",
             flush=True,
         )
-        while not stopped.wait(1.0):
+        while not stopped.wait(0.5):
             pass
     except KeyboardInterrupt:
         pass
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         server.stop()
     print(f"stopped: {server.hits} hits, {server.misses} misses, {server.redirects} redirects", flush=True)
     return 0

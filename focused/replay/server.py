@@ -79,9 +79,7 @@ class ReplayServer:
         Seconds to wait before answering each request, to mimic a real network.
     """
 
-    def __init__(
-        self, store: ReplayStore, host: str = "127.0.0.1", port: int = 0, latency: float = 0.0
-    ) -> None:
+    def __init__(self, store: ReplayStore, host: str = "127.0.0.1", port: int = 0, latency: float = 0.0) -> None:
         if not _is_loopback(host):
             raise ValueError(f"the replay server binds to loopback only, not {host!r}")
         if latency < 0:
@@ -142,9 +140,7 @@ class ReplayServer:
         httpd.server_close()  # joins the handler threads
         if self._thread is not None:
             self._thread.join()
-        logger.info(
-            "replay server stopped: %d hits, %d misses, %d redirects", self.hits, self.misses, self.redirects
-        )
+        logger.info("replay server stopped: %d hits, %d misses, %d redirects", self.hits, self.misses, self.redirects)
 
     def __enter__(self) -> ReplayServer:
         return self.start()

@@ -207,9 +207,7 @@ class ReplayStore:
         return store
 
     @classmethod
-    def from_warc(
-        cls, paths: str | Path | Sequence[str | Path], labels: str | Path | None = None
-    ) -> ReplayStore:
+    def from_warc(cls, paths: str | Path | Sequence[str | Path], labels: str | Path | None = None) -> ReplayStore:
         """Load the ``response`` records of one or more WARC files, with an optional labels TSV."""
         from focused.replay.labels import read_labels
         from focused.replay.warc import iter_warc
