@@ -52,3 +52,25 @@ FOCUSED_PROFILE = ""
 FOCUSED_REPLAY_CONCURRENCY = 2
 #: Write the final crawl stats as JSON to this file (used by the benchmark).
 FOCUSED_STATS_FILE = ""
+#: Pre-trained apprentice (``focused train-apprentice``; ``-a apprentice=PATH``):
+#: required by ``apprentice-offline``, a warm start for ``apprentice``.
+FOCUSED_APPRENTICE_MODEL = ""
+#: Pages per batch of online relevance feedback (the paper's B): instances
+#: are added, and the model retrained, when a batch completes.
+FOCUSED_APPRENTICE_BATCH = 200
+#: Instances the apprentice needs (both buckets non-empty) before it switches in.
+FOCUSED_APPRENTICE_MIN_INSTANCES = 200
+#: Largest DOM offset |d| of the <t,d> link features.
+FOCUSED_APPRENTICE_DMAX = 5
+#: Add the critic's top classes of the source page, with their prefixes (§3.8).
+FOCUSED_APPRENTICE_CLASS_FEATURES = False
+#: LOW/HIGH bucketing of the target's relevance: ``equal-prob`` (the paper's
+#: equally probable intervals: the median of the relevances seen so far) or
+#: ``fixed`` (FOCUSED_APPRENTICE_THRESHOLD).
+FOCUSED_APPRENTICE_BINNING = "equal-prob"
+FOCUSED_APPRENTICE_THRESHOLD = 0.5
+#: Additive smoothing of the apprentice's naive Bayes.
+FOCUSED_APPRENTICE_ALPHA = 0.1
+#: Only follow links to URLs fetched by an earlier crawl (its crawl database):
+#: the paper's recall crawler (§3.6). ``-a restrict_to=crawl.sqlite``.
+FOCUSED_RESTRICT_TO = ""

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import heapq
 import random
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
@@ -129,16 +129,20 @@ class Frontier(Generic[T]):
         """Waiting entries in no particular order."""
         return iter(list(self._entries.values()))
 
-    def rescore(self, scorer: Callable[[Entry[T]], int | None]) -> int:
+    def rescore(self, scorer: Callable[[list[Entry[T]]], Sequence[int | None]]) -> int:
         """Re-evaluate every waiting entry and rebuild the heap.
 
-        ``scorer`` returns the entry's new priority, or ``None`` to keep it.
-        Returns how many priorities changed.
+        ``scorer`` gets all waiting entries at once (so it can score them in one
+        vectorised call) and returns, for each, its new priority or ``None`` to
+        keep it. Returns how many priorities changed.
         """
         changed = 0
         heap: list[tuple[int, float, int, str]] = []
-        for entry in self._entries.values():
-            new = scorer(entry)
+        entries = list(self._entries.values())
+        priorities = scorer(entries)
+        if len(priorities) != len(entries):
+            raise ValueError(f"scorer returned {len(priorities)} priorities for {len(entries)} entries")
+        for entry, new in zip(entries, priorities, strict=True):
             if new is not None and int(new) != entry.priority:
                 entry.priority = int(new)
                 changed += 1

@@ -21,6 +21,7 @@ class PageItem:
     content_type: str
     title: str = ""
     links: list[str] = field(default_factory=list)
+    redirect_urls: list[str] = field(default_factory=list)
     text: str | None = None
     html: str | None = None
     fetch_order: int | None = None

@@ -29,6 +29,7 @@ class LabelledPage:
     relevance: float
     predicted_class: str
     relevant: bool
+    aliases: tuple[str, ...] = ()  # URLs that redirected to this page
 
 
 class CriticPipeline:
@@ -116,7 +117,9 @@ class CriticPipeline:
         item.html = None
         self.crawler.signals.send_catch_log(
             signals.page_labelled,
-            page=LabelledPage(item.url, self.pages, item.relevance, item.predicted_class, relevant),
+            page=LabelledPage(
+                item.url, self.pages, item.relevance, item.predicted_class, relevant, tuple(item.redirect_urls)
+            ),
         )
         return item
 

@@ -18,7 +18,8 @@ from scrapy.utils.conf import closest_scrapy_cfg
 
 from focused.errors import ConfigError
 from focused.learning.critic import Topic, UnknownTopicError, Verdict, load_critic
-from focused.strategies import STRATEGIES, Baseline, BreadthFirst, Oracle, Strategy
+from focused.learning.online import OnlineApprentice
+from focused.strategies import STRATEGIES, ApprenticeStrategy, Baseline, BreadthFirst, Oracle, Strategy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -110,7 +111,51 @@ class CrawlRuntime:
             except OSError as exc:
                 raise ConfigError(f"cannot read labels file {path}: {exc}") from exc
             return Oracle(self.topic, label_lookup(labels))
+        if name in ("apprentice", "apprentice-offline"):
+            return ApprenticeStrategy(self._online_apprentice(offline=name == "apprentice-offline"), name)
         raise ConfigError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")
+
+    def _online_apprentice(self, *, offline: bool) -> OnlineApprentice:
+        """The apprentice from the FOCUSED_APPRENTICE_* settings (and a pre-trained file)."""
+        from focused.learning.apprentice import Apprentice, ModelFileError, NotReadyError
+
+        settings = self.settings
+        path = settings.get("FOCUSED_APPRENTICE_MODEL") or ""
+        d_max = settings.getint("FOCUSED_APPRENTICE_DMAX", 5)
+        class_feats = settings.getbool("FOCUSED_APPRENTICE_CLASS_FEATURES", False)
+        if path:
+            try:
+                learner = Apprentice.load(project_path(path))
+            except ModelFileError as exc:
+                hint = "train one with `focused train-apprentice --from CRAWL.sqlite -o FILE`"
+                raise ConfigError(f"{exc} ({hint})") from exc
+            # serve the features the model was trained on
+            d_max = int(learner.feature_params.get("d_max", d_max))
+            class_feats = bool(learner.feature_params.get("class_features", class_feats))
+        elif offline:
+            raise ConfigError("strategy 'apprentice-offline' needs a trained apprentice: -a apprentice=FILE")
+        else:
+            learner = Apprentice(
+                alpha=settings.getfloat("FOCUSED_APPRENTICE_ALPHA", 0.1),
+                threshold=settings.getfloat("FOCUSED_APPRENTICE_THRESHOLD", 0.5),
+                binning=settings.get("FOCUSED_APPRENTICE_BINNING", "equal-prob"),
+                min_instances=settings.getint("FOCUSED_APPRENTICE_MIN_INSTANCES", 200),
+                feature_params={"d_max": d_max, "class_features": class_feats, "offsets": True},
+            )
+        online = OnlineApprentice(
+            learner,
+            d_max=d_max,
+            class_features=class_feats,
+            batch_size=settings.getint("FOCUSED_APPRENTICE_BATCH", 200),
+            learn=not offline,
+            aggregation=settings.get("FOCUSED_PARENT_AGGREGATION", "max"),
+        )
+        if path:
+            try:
+                online.install(learner.fit())
+            except NotReadyError as exc:
+                raise ConfigError(f"the apprentice in {path} cannot predict yet: {exc}") from exc
+        return online
 
     def judge(self, url: str, text: str) -> Verdict:
         """The critic's verdict on a page, computed once per URL."""

@@ -24,7 +24,7 @@ import logging
 import os
 import pickle
 import tempfile
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -50,8 +50,9 @@ STATE_FILE = "focused-frontier.pickle"
 #: Bumped when the saved frontier's layout changes.
 STATE_VERSION = 1
 
-#: Signature of a re-scoring function: (request, payloads of its parents) -> new priority or None.
-Scorer = Callable[[Request, list[Any]], int | None]
+#: A re-scoring function: given the waiting requests and, for each, the payloads
+#: of its parents, return each request's new priority (or None to keep it).
+Scorer = Callable[[list[Request], list[list[Any]]], Sequence[int | None]]
 
 
 class FocusedScheduler:
@@ -136,10 +137,10 @@ class FocusedScheduler:
     def rescore(self, scorer: Scorer) -> int:
         """Re-evaluate every waiting request with ``scorer``; returns how many changed."""
 
-        def score_entry(entry: Entry[Request]) -> int | None:
-            return scorer(entry.item, entry.payloads)
+        def score_entries(entries: list[Entry[Request]]) -> Sequence[int | None]:
+            return scorer([e.item for e in entries], [e.payloads for e in entries])
 
-        changed = self.frontier.rescore(score_entry)
+        changed = self.frontier.rescore(score_entries)
         self.stats.inc_value("focused/frontier/rescored", len(self.frontier))
         return changed
 

@@ -12,6 +12,7 @@ from focused.items import PageItem
 from focused.learning.text import html_to_text
 from focused.priority import score_to_priority
 from focused.runtime import CrawlRuntime
+from focused.scheduler import PAYLOAD_META_KEY
 from focused.strategies import FetchedPage
 
 if TYPE_CHECKING:
@@ -64,9 +65,13 @@ class LinkScoringMiddleware:
             html = response.text if isinstance(response, TextResponse) else ""
             verdict = self.runtime.judge(response.url, html_to_text(html))
         page = FetchedPage(response.url, int(response.meta.get("depth", 0)), verdict, html)
-        scores = self.runtime.strategy.score(page, [r.url for r in requests])
-        for request, score in zip(requests, scores, strict=True):
+        scored = self.runtime.strategy.score(page, [r.url for r in requests])
+        for request, score in zip(requests, scored.scores, strict=True):
             request.priority = score_to_priority(score)
             request.meta[SCORE_META_KEY] = round(float(score), 6)
+        if scored.payloads is not None:
+            # moved out of the meta by the scheduler, into the frontier entry
+            for request, payload in zip(requests, scored.payloads, strict=True):
+                request.meta[PAYLOAD_META_KEY] = payload
         self.stats.inc_value("focused/links_scored", len(requests))
         return requests

@@ -29,6 +29,7 @@ DEPTH_PRIORITY = 0
 
 SPIDER_MIDDLEWARES = {
     "focused.scoring.LinkScoringMiddleware": 950,
+    "focused.restrict.RestrictToCrawlMiddleware": 960,
 }
 DOWNLOADER_MIDDLEWARES = {
     "focused.proxy.ReplayProxyMiddleware": 740,
@@ -39,7 +40,13 @@ ITEM_PIPELINES = {
 EXTENSIONS = {
     "focused.extensions.HarvestMonitor": 500,
     "focused.extensions.StatsFile": 510,
+    "focused.feedback.RelevanceFeedback": 520,
 }
+
+# Spider output is processed by CONCURRENT_ITEMS asyncio workers created per
+# response; our items and requests are cheap, and 100 workers per page cost
+# ~20% of a replay crawl's CPU in task creation alone.
+CONCURRENT_ITEMS = 8
 
 TELNETCONSOLE_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"

@@ -1,8 +1,9 @@
 """Signals of the focused crawler (sent through ``crawler.signals``)."""
 
 #: Ask the scheduler to re-score every waiting request.
-#: Arguments: ``scorer(request, payloads) -> int | None``. The handler returns
-#: the number of priorities that changed.
+#: Argument: ``scorer(requests, payloads) -> priorities``, called once with all
+#: waiting requests and their parents' payloads; ``None`` keeps a priority.
+#: The handler returns the number of priorities that changed.
 rescore_frontier = object()
 
 #: Sent by the pipeline after a page is labelled by the critic and stored.

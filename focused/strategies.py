@@ -1,7 +1,9 @@
 """Frontier policies: how the outlinks of a fetched page are scored.
 
-Scrapy-free. A strategy gets the fetched page (its URL, depth and the critic's
-verdict) and the URLs it links to, and returns one score in [0, 1] per link;
+Scrapy-free. A strategy gets the fetched page (its URL, depth, HTML and the
+critic's verdict) and the URLs it links to, and returns one score in [0, 1]
+per link, plus optionally one compact payload per link (the apprentice's link
+features) that the frontier keeps for re-scoring;
 :func:`focused.priority.score_to_priority` turns scores into priorities.
 """
 
@@ -9,11 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
+from typing import Any, Protocol
 
 from focused.learning.critic import Topic, Verdict
+from focused.learning.online import OnlineApprentice
 
-STRATEGIES = ("bfs", "baseline", "oracle")
+STRATEGIES = ("bfs", "baseline", "oracle", "apprentice", "apprentice-offline")
 
 
 @dataclass(frozen=True)
@@ -26,10 +29,18 @@ class FetchedPage:
     html: str = ""
 
 
+@dataclass(frozen=True)
+class Scored:
+    """Scores of a page's links, and optional per-link payloads for the frontier."""
+
+    scores: list[float]
+    payloads: list[Any] | None = None
+
+
 class Strategy(Protocol):
     name: str
 
-    def score(self, page: FetchedPage, links: Sequence[str]) -> list[float]: ...
+    def score(self, page: FetchedPage, links: Sequence[str]) -> Scored: ...
 
 
 class BreadthFirst:
@@ -37,8 +48,8 @@ class BreadthFirst:
 
     name = "bfs"
 
-    def score(self, page: FetchedPage, links: Sequence[str]) -> list[float]:
-        return [1.0 / (2.0 + page.depth)] * len(links)
+    def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
+        return Scored([1.0 / (2.0 + page.depth)] * len(links))
 
 
 class Baseline:
@@ -46,8 +57,8 @@ class Baseline:
 
     name = "baseline"
 
-    def score(self, page: FetchedPage, links: Sequence[str]) -> list[float]:
-        return [page.verdict.relevance] * len(links)
+    def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
+        return Scored([page.verdict.relevance] * len(links))
 
 
 class Oracle:
@@ -62,9 +73,30 @@ class Oracle:
         self.topic = topic
         self.label_of = label_of
 
-    def score(self, page: FetchedPage, links: Sequence[str]) -> list[float]:
+    def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
         scores = []
         for url in links:
             label = self.label_of(url)
             scores.append(1.0 if label and self.topic.matches(label) else 0.0)
-        return scores
+        return Scored(scores)
+
+
+class ApprenticeStrategy:
+    """The paper's enhanced crawler: links scored by the apprentice, Pr(HIGH | ⟨t,d⟩ features).
+
+    Before the apprentice has a model (online mode, first batches) a link gets
+    the baseline's Pr(c*|u). The per-link features go to the frontier as
+    payloads so that a retrained model can re-score waiting URLs.
+    """
+
+    def __init__(self, online: OnlineApprentice, name: str = "apprentice") -> None:
+        self.online = online
+        self.name = name
+
+    def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
+        payloads = self.online.link_features(page.url, page.html, page.verdict.top_classes, links)
+        self.online.observe_links(links, payloads)
+        scores = self.online.score(payloads)
+        if scores is None:
+            scores = [page.verdict.relevance] * len(links)
+        return Scored(scores, payloads)

@@ -64,3 +64,36 @@ def hub_site(n: int = 6, seed: int = 1) -> ReplayStore:
         for href, _ in leaves:
             add(store, href, page(href, words(vocab, 80, rng), [("/", "home")]), label)
     return store
+
+
+def regions_site(hubs: int = 25, per_region: int = 3, seed: int = 2) -> ReplayStore:
+    """A chain of sport hub pages; each links first to cooking pages (under a "Shop" header),
+    then to sport pages (under a "Results" header), then to the next hub.
+
+    Anchor texts are neutral ("item 3"), so only the DOM region (the header a
+    few leaves away) tells a good link from a bad one. The baseline gives every
+    link of a hub the same Pr(sport|hub) and so fetches in document order,
+    cooking first; an apprentice that learned the regions fetches sport first.
+    """
+    rng = random.Random(seed)
+    store = ReplayStore()
+    for h in range(hubs):
+        cook = [(f"/c/{h}-{i}.html", f"item {i}") for i in range(per_region)]
+        sport = [(f"/s/{h}-{i}.html", f"item {i + per_region}") for i in range(per_region)]
+        nxt = [(f"/hub/{h + 1}.html", "next")] if h + 1 < hubs else []
+        body = (
+            f"<html><head><title>Hub {h}</title></head><body><h1>Hub {h}</h1><p>{words(SPORT, 60, rng)}</p>"
+            "<div><h2>Shop offers</h2><ul>"
+            + "".join(f'<li><a href="{u}">{t}</a></li>' for u, t in cook)
+            + "</ul></div><div><h2>Match results</h2><ul>"
+            + "".join(f'<li><a href="{u}">{t}</a></li>' for u, t in sport)
+            + "</ul></div><p>"
+            + "".join(f'<a href="{u}">{t}</a>' for u, t in nxt)
+            + "</p></body></html>"
+        )
+        add(store, f"/hub/{h}.html", body.encode(), "sport")
+        for href, _ in cook:
+            add(store, href, page(href, words(COOKING, 80, rng), []), "cooking")
+        for href, _ in sport:
+            add(store, href, page(href, words(SPORT, 80, rng), []), "sport")
+    return store

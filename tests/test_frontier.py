@@ -72,7 +72,7 @@ def test_rescore_changes_pop_order_and_keeps_payloads():
     for i, key in enumerate("abcd"):
         f.push(key, key, i, payload={"feat": key})
     assert f.peek().key == "d"
-    changed = f.rescore(lambda e: {"a": 100, "b": None}.get(e.key, 0))
+    changed = f.rescore(lambda entries: [{"a": 100, "b": None}.get(e.key, 0) for e in entries])
     assert changed == 3  # a: 0->100, c: 2->0, d: 3->0; b kept
     assert drain(f) == ["a", "b", "c", "d"]
 

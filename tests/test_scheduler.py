@@ -65,8 +65,9 @@ def test_rescore_signal_reorders_waiting_requests_using_payloads():
     # the payload is kept by the frontier, not carried in the request
     assert all(PAYLOAD_META_KEY not in e.item.meta for e in s.frontier)
 
-    def scorer(request, payloads):
-        return 100 if payloads[0]["good"] else 0
+    def scorer(requests, payloads):
+        assert len(requests) == len(payloads) == 5
+        return [100 if p[0]["good"] else 0 for p in payloads]
 
     results = crawler.signals.send_catch_log(signals.rescore_frontier, scorer=scorer)
     assert [r for _, r in results] == [5]  # 0,2,4 went up; 1,3 went down

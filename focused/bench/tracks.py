@@ -54,9 +54,7 @@ def _write_labels(store: ReplayStore, path: Path) -> None:
 def department_page(store: ReplayStore, university: str) -> str:
     """The university's department home page (the shortest such URL)."""
     pages = [
-        u
-        for u, label in store.labels.items()
-        if "department" in label.split("|") and store.groups.get(u) == university
+        u for u, label in store.labels.items() if "department" in label.split("|") and store.groups.get(u) == university
     ]
     if not pages:
         raise ValueError(f"no department page for {university!r} in the archive")

@@ -44,6 +44,8 @@ ARGUMENT_SETTINGS = {
     "labels": "FOCUSED_LABELS",
     "max_pages": "FOCUSED_MAX_PAGES",
     "db": "FOCUSED_DB",
+    "apprentice": "FOCUSED_APPRENTICE_MODEL",
+    "restrict_to": "FOCUSED_RESTRICT_TO",
 }
 
 _PAGE_TYPES = ("text/html", "application/xhtml", "text/plain")
@@ -123,6 +125,7 @@ class FocusedSpider(scrapy.Spider):
             content_type=content_type.split(";")[0],
             title=(response.xpath("//title/text()").get() or "").strip(),
             links=links,
+            redirect_urls=list(response.meta.get("redirect_urls", [])),
             text=html_to_text(html),
             html=html,
         )

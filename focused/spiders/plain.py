@@ -24,9 +24,12 @@ class PlainSpider(scrapy.Spider):
     name = "plain"
     custom_settings = {  # noqa: RUF012 (Scrapy reads it as a class attribute)
         "SCHEDULER": "scrapy.core.scheduler.Scheduler",
-        "SPIDER_MIDDLEWARES": {"focused.scoring.LinkScoringMiddleware": None},
+        "SPIDER_MIDDLEWARES": {
+            "focused.scoring.LinkScoringMiddleware": None,
+            "focused.restrict.RestrictToCrawlMiddleware": None,
+        },
         "ITEM_PIPELINES": {"focused.pipelines.CriticPipeline": None},
-        "EXTENSIONS": {"focused.extensions.HarvestMonitor": None},
+        "EXTENSIONS": {"focused.extensions.HarvestMonitor": None, "focused.feedback.RelevanceFeedback": None},
     }
     _extractor = LinkExtractor(unique=True)
 
