@@ -13,6 +13,65 @@ def _pct(value: Any) -> str:
     return f"{100 * float(value):.1f}"
 
 
+def _signed(value: Any) -> str:
+    if value is None or value != value:
+        return "–"
+    return f"{100 * float(value):+.0f}%"
+
+
+def _at(table: dict[Any, Any], k: int) -> Any:
+    return table.get(k, table.get(str(k)))
+
+
+def _apprentice_tables(result: dict[str, Any], track: str, tsum: dict[str, Any]) -> list[str]:
+    lines: list[str] = []
+    reduction = tsum.get("loss_reduction") or {}
+    if reduction:
+        ks = [100, 250, 500, 1000]
+        lines.append(f"\n{track}, loss reduction vs the baseline, 1 − loss/loss_baseline (mean over cases):\n")
+        lines.append("| strategy | " + " | ".join(f"@{k}" for k in ks) + " |")
+        lines.append("|" + "---|" * (len(ks) + 1))
+        for name, red in reduction.items():
+            lines.append(f"| {name} | " + " | ".join(_signed(_at(red["mean"], k)) for k in ks) + " |")
+        topics = sorted({t for red in reduction.values() for t in red["per_topic"]})
+        lines.append(f"\n{track}, loss reduction @100 / @250 by topic:\n")
+        lines.append("| topic | " + " | ".join(reduction) + " |")
+        lines.append("|" + "---|" * (len(reduction) + 1))
+        for topic in topics:
+            cells = []
+            for red in reduction.values():
+                t = red["per_topic"].get(topic, {})
+                cells.append(f"{_signed(_at(t, 100))} / {_signed(_at(t, 250))}")
+            lines.append(f"| {topic} | " + " | ".join(cells) + " |")
+    noise = tsum.get("noise") or {}
+    if noise:
+        lines.append(f"\n{track}, run-to-run noise (std of true harvest over tie-break seeds, mean over cases, %):\n")
+        lines.append("| strategy | @100 | @250 |")
+        lines.append("|---|---|---|")
+        for name, per_k in noise.items():
+            lines.append(f"| {name} | {_pct(_at(per_k, 100))} | {_pct(_at(per_k, 250))} |")
+    runs = [r for r in result["runs"] if r["track"] == track and r["ok"] and r.get("apprentice")]
+    if runs:
+        lines.append(f"\n{track}, the apprentice (mean over runs):\n")
+        lines.append("| strategy | switched in at page | instances | HIGH rate | model versions |")
+        lines.append("|---|---|---|---|---|")
+        for name in sorted({r["strategy"] for r in runs}):
+            stats = [r["apprentice"] for r in runs if r["strategy"] == name]
+
+            def avg(key: str, stats: list[dict[str, Any]] = stats, scale: float = 1.0, fmt: str = "{:.0f}") -> str:
+                values = [scale * float(a[key]) for a in stats if key in a]
+                return fmt.format(sum(values) / len(values)) if values else "–"
+
+            cells = [
+                avg("switched_in_at"),
+                avg("n_instances"),
+                avg("high_rate", scale=100, fmt="{:.0f}%"),
+                avg("version", fmt="{:.1f}"),
+            ]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    return lines
+
+
 def markdown(result: dict[str, Any]) -> str:
     lines: list[str] = []
     cfg = result["config"]
@@ -61,6 +120,7 @@ def markdown(result: dict[str, Any]) -> str:
                 g100, g250 = per_k.get(100, per_k.get("100")), per_k.get(250, per_k.get("250"))
                 fmt = lambda g: "–" if g is None else f"{g:+.2f}"  # noqa: E731
                 lines.append(f"| {name} | {fmt(g100)} | {fmt(g250)} |")
+        lines.extend(_apprentice_tables(result, track, tsum))
     tp = result.get("throughput")
     if tp:
         lines.append(f"\nThroughput on {tp['case']} (concurrency {tp['concurrency']}, loopback replay):\n")

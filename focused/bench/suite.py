@@ -13,7 +13,7 @@ import logging
 import platform
 import time
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -27,12 +27,15 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINTS = (100, 250, 500, 1000)
 GAP_CHECKPOINTS = (100, 250)
-DEFAULT_STRATEGIES = ("bfs", "baseline", "baseline:first", "baseline:mean", "oracle")
+DEFAULT_STRATEGIES = ("bfs", "baseline", "apprentice", "apprentice:classes", "apprentice-offline", "oracle")
+#: Added by ``--parent-study``: how a URL linked by several parents gets its priority.
+PARENT_STUDY = ("baseline:first", "baseline:mean")
 #: ``STRATEGY:VARIANT`` runs STRATEGY with a variant's settings (the parent-aggregation study).
 VARIANTS: dict[str, dict[str, Any]] = {
     "first": {"FOCUSED_PARENT_AGGREGATION": "first"},
     "max": {"FOCUSED_PARENT_AGGREGATION": "max"},
     "mean": {"FOCUSED_PARENT_AGGREGATION": "mean"},
+    "classes": {"FOCUSED_APPRENTICE_CLASS_FEATURES": True},
 }
 
 
@@ -64,6 +67,7 @@ class Run:
     non_html: int
     cumulative_loss: list[int] = field(repr=False)
     ok: bool = True
+    apprentice: dict[str, Any] = field(default_factory=dict)
 
 
 @dataclass
@@ -121,7 +125,38 @@ def _figures(track: Track, case: Case, strategy: str, repeat: int, result: Crawl
         non_html=int(stats.get("focused/skipped/non_html", 0)),
         cumulative_loss=curve.cumulative_loss() if curve else [],
         ok=result.returncode == 0 and pages > 0,
+        apprentice={k.rsplit("/", 1)[1]: v for k, v in stats.items() if k.startswith("focused/apprentice/")},
     )
+
+
+def _offline_sources(track: Track, case: Case, config: BenchConfig) -> list[Path]:
+    """Baseline crawls an offline apprentice for ``case`` trains on.
+
+    The same topic crawled from the track's other groups (WebKB: the other
+    universities), when the track has them; otherwise the case's own baseline
+    crawl, which is the paper's protocol (§3.5: train on a baseline crawl,
+    then crawl again from the same seeds).
+    """
+    others = [c for c in track.cases if c.topic == case.topic and c.group != case.group]
+    sources = others or [case]
+    paths = [_spec(config, track, c, "baseline", "", 0).db for c in sources]
+    return [p for p in paths if p.exists()]
+
+
+def _train_offline(track: Track, case: Case, strategy: str, config: BenchConfig) -> Path | None:
+    from focused.apprentice_data import train_apprentice
+
+    _, variant = split_strategy(strategy)
+    class_features = bool(variant.get("FOCUSED_APPRENTICE_CLASS_FEATURES"))
+    sources = _offline_sources(track, case, config)
+    if not sources:
+        logger.error("no baseline crawl to train the offline apprentice for %s/%s", case.group, case.topic)
+        return None
+    out = config.out / "cache" / "apprentices" / f"{track.name}-{case.group}-{case.topic}-{strategy}.joblib"
+    out.parent.mkdir(parents=True, exist_ok=True)
+    d_max = int(config.extra_settings.get("FOCUSED_APPRENTICE_DMAX", 5))
+    train_apprentice(sources, d_max=d_max, class_features=class_features).save(out)
+    return out
 
 
 def run_track(config: BenchConfig, track: Track) -> list[Run]:
@@ -132,12 +167,26 @@ def run_track(config: BenchConfig, track: Track) -> list[Run]:
         for strategy in config.strategies
         for repeat in range(config.repeats if strategy != "oracle" else 1)
     ]
+    # offline apprentices train on baseline crawls, so they run in a second phase
+    offline = [j for j in jobs if j[1].startswith("apprentice-offline")]
+    online = [j for j in jobs if j not in offline]
+    if offline and "baseline" not in config.strategies:
+        online += [(case, "baseline", 0) for case in track.cases]
     with ReplayServer(track.store) as server:
         logger.info("%s: %d crawls through %s (%d at a time)", track.name, len(jobs), server.proxy_url, config.jobs)
 
         def one(job: tuple[Case, str, int]) -> Run:
             case, strategy, repeat = job
-            result = run_crawl(_spec(config, track, case, strategy, server.proxy_url, repeat))
+            extra: dict[str, Any] = {}
+            if strategy.startswith("apprentice-offline"):
+                model = _train_offline(track, case, strategy, config)
+                if model is None:
+                    return _failed_run(track, case, strategy, repeat)
+                extra["FOCUSED_APPRENTICE_MODEL"] = str(model)
+            spec = _spec(config, track, case, strategy, server.proxy_url, repeat)
+            if extra:
+                spec = replace(spec, settings={**spec.settings, **extra})
+            result = run_crawl(spec)
             run = _figures(track, case, strategy, repeat, result)
             logger.info(
                 "%s %s %s %s: %d pages in %.0fs, harvest@100=%.2f",
@@ -152,8 +201,13 @@ def run_track(config: BenchConfig, track: Track) -> list[Run]:
             return run
 
         with ThreadPoolExecutor(max_workers=config.jobs) as pool:
-            runs.extend(pool.map(one, jobs))
-    return runs
+            runs.extend(pool.map(one, online))
+            runs.extend(pool.map(one, offline))
+    return [r for r in runs if r.strategy in config.strategies]
+
+
+def _failed_run(track: Track, case: Case, strategy: str, repeat: int) -> Run:
+    return Run(track.name, case.group, case.topic, strategy, repeat, 0, 0.0, {}, {}, {}, {}, 0, 0, 0, [], ok=False)
 
 
 def throughput(config: BenchConfig, track: Track, pages: int = 1000, concurrency: int = 8) -> dict[str, Any]:
@@ -217,8 +271,66 @@ def summarize(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, Any]:
                             values.append(g)
                     per_k[k] = round(sum(values) / len(values), 3) if values else None
                 tsum["gap_closure"][strategy] = per_k
+        tsum["loss_reduction"] = _loss_reduction(truns, strategies)
+        tsum["noise"] = _noise(truns, strategies)
         summary[track] = tsum
     return summary
+
+
+def _loss_reduction(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, Any]:
+    """1 − loss/loss_baseline at each checkpoint, per topic (mean over groups) and overall."""
+    out: dict[str, Any] = {}
+    cases = sorted({(r.group, r.topic) for r in runs})
+    for strategy in strategies:
+        if strategy == "baseline":
+            continue
+        per_topic: dict[str, dict[int, list[float]]] = {}
+        for group, topic in cases:
+            for k in CHECKPOINTS:
+                ls = [
+                    r.loss[k]
+                    for r in runs
+                    if (r.group, r.topic, r.strategy) == (group, topic, strategy) and k in r.loss
+                ]
+                lb = [
+                    r.loss[k]
+                    for r in runs
+                    if (r.group, r.topic, r.strategy) == (group, topic, "baseline") and k in r.loss
+                ]
+                if ls and lb and sum(lb) > 0:
+                    value = 1.0 - (sum(ls) / len(ls)) / (sum(lb) / len(lb))
+                    per_topic.setdefault(topic, {}).setdefault(k, []).append(value)
+        topics = {t: {k: round(sum(v) / len(v), 3) for k, v in ks.items()} for t, ks in per_topic.items()}
+        overall: dict[int, float] = {}
+        for k in CHECKPOINTS:
+            values = [v for ks in per_topic.values() for v in ks.get(k, [])]
+            if values:
+                overall[k] = round(sum(values) / len(values), 3)
+        out[strategy] = {"mean": overall, "per_topic": topics}
+    return out
+
+
+def _noise(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, Any]:
+    """Run-to-run spread (random tie-break seeds): mean over cases of the std of true harvest."""
+    out: dict[str, Any] = {}
+    for strategy in strategies:
+        per_k: dict[int, float] = {}
+        for k in (100, 250):
+            stds = []
+            for group, topic in sorted({(r.group, r.topic) for r in runs}):
+                values = [
+                    r.true_harvest[k]
+                    for r in runs
+                    if (r.group, r.topic, r.strategy) == (group, topic, strategy) and k in r.true_harvest
+                ]
+                if len(values) > 1:
+                    mean = sum(values) / len(values)
+                    stds.append((sum((v - mean) ** 2 for v in values) / (len(values) - 1)) ** 0.5)
+            if stds:
+                per_k[k] = round(sum(stds) / len(stds), 4)
+        if per_k:
+            out[strategy] = per_k
+    return out
 
 
 def _mean_at(runs: list[Run], group: str, topic: str, strategy: str, k: int) -> float | None:

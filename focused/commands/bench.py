@@ -26,8 +26,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tracks", default="webkb,wiki", help="comma-separated tracks (default: webkb,wiki)")
     parser.add_argument(
         "--strategies",
-        default="bfs,baseline,baseline:first,baseline:mean,oracle",
-        help="strategies to compare; STRATEGY:first|max|mean sets how parents combine (default: all)",
+        default="bfs,baseline,apprentice,apprentice:classes,apprentice-offline,oracle",
+        help="strategies to compare; STRATEGY:first|max|mean sets how parents combine, "
+        "apprentice:classes adds the critic-class features (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--parent-study", action="store_true", help="also run baseline:first and baseline:mean (parent aggregation)"
     )
     parser.add_argument("--budget", type=int, default=1000, help="pages per crawl (default: 1000)")
     parser.add_argument("--jobs", type=int, default=2, help="crawls run in parallel (default: 2)")
@@ -57,7 +61,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from focused.bench.suite import BenchConfig, default_out, run_bench
+    from focused.bench.suite import PARENT_STUDY, BenchConfig, default_out, run_bench
     from focused.bench.tracks import WEBKB_TARGETS, WEBKB_UNIVERSITIES, webkb_track, wiki_track
     from focused.corpora.webkb import default_archive
 
@@ -70,7 +74,7 @@ def run(args: argparse.Namespace) -> int:
         extra[key] = value
     config = BenchConfig(
         out=out,
-        strategies=tuple(s for s in args.strategies.split(",") if s),
+        strategies=tuple(s for s in args.strategies.split(",") if s) + (PARENT_STUDY if args.parent_study else ()),
         budget=250 if args.quick and args.budget == 1000 else args.budget,
         jobs=max(1, args.jobs),
         repeats=max(1, args.repeats),
