@@ -129,6 +129,10 @@ def markdown(result: dict[str, Any]) -> str:
         for spider in ("plain", "focused"):
             t = tp.get(spider, {})
             lines.append(f"| {spider} | {t.get('responses')} | {t.get('elapsed_s')} | {t.get('pages_per_s')} |")
+    if result.get("speed"):
+        from focused.bench.speed import markdown as speed_markdown
+
+        lines.append("\n" + speed_markdown(result["speed"]))
     return "\n".join(lines) + "\n"
 
 

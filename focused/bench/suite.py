@@ -395,7 +395,12 @@ def run_bench(config: BenchConfig, tracks: list[Track]) -> dict[str, Any]:
         "runs": [r.__dict__ for r in runs],
     }
     if config.throughput and tracks:
+        from focused.bench.speed import speed_study
+
         result["throughput"] = throughput(config, tracks[0], pages=min(config.budget, 1000))
+        webkb = [t for t in tracks if t.name == "webkb"]
+        if webkb:
+            result["speed"] = speed_study(webkb[0].store, webkb[0].cases[0].model)
     result["seconds"] = round(time.time() - started, 1)
     write_reports(result, config.out)
     return result

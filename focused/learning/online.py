@@ -27,22 +27,32 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
+from w3lib.url import safe_url_string
 
 from focused.learning.apprentice import Apprentice, ApprenticeModel
-from focused.learning.linkfeatures import class_features, compact, extract_link_features
+from focused.learning.linkfeatures import class_features, compact_many, extract_link_features
 from focused.priority import score_to_priority
 
 logger = logging.getLogger(__name__)
 
 
 def page_key(url: str) -> str:
-    """Key under which a page is matched: ``dir``, ``dir/`` and ``dir/index.html`` alike."""
-    from focused.replay.urlnorm import normalize_url
+    """Key under which a page is matched: ``dir``, ``dir/`` and ``dir/index.html`` alike.
 
-    try:
-        key = normalize_url(url)
-    except ValueError:
-        key = url
+    Cheap on purpose (it runs twice per link): lower-cased scheme and host,
+    no fragment, no default port, percent-encoded like Scrapy's requests.
+    """
+    if not url.isascii() or " " in url:
+        url = safe_url_string(url)
+    url = url.split("#", 1)[0]
+    scheme, sep, rest = url.partition("://")
+    if not sep:
+        return url
+    host, _, path = rest.partition("/")
+    host = host.lower()
+    if host.endswith(":80"):
+        host = host[:-3]
+    key = f"{scheme.lower()}://{host}/{path}"
     for suffix in ("/index.html", "/index.htm"):
         if key.endswith(suffix):
             key = key[: -len(suffix) + 1]
@@ -108,8 +118,8 @@ class OnlineApprentice:
         for target, feats in zip(page.urls, page.features, strict=True):
             by_key.setdefault(page_key(target), feats)
         extra = class_features(top_classes) if self.class_features else []
-        n_features = self.learner.n_features
-        return [compact(by_key.get(page_key(link), []) + extra, n_features) for link in links]
+        # one hashing call for the whole page: FeatureHasher's per-call overhead dominates per-link calls
+        return compact_many([by_key.get(page_key(link), []) + extra for link in links], self.learner.n_features)
 
     # -- the feedback loop --------------------------------------------------------
 
