@@ -7,7 +7,7 @@ STRATEGY ?= baseline
 PAGES ?= 300
 BENCH_ARGS ?=
 
-.PHONY: help install crawl demo test bench bench-quick models lint format clean
+.PHONY: help install crawl demo test bench bench-quick bench-features models lint format clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -33,6 +33,9 @@ bench: install  ## run the benchmarks (results/ gets JSON, Markdown and plots)
 
 bench-quick: install  ## a short smoke run of the benchmarks
 	$(PYTHON) -m focused bench --quick $(BENCH_ARGS)
+
+bench-features: install  ## the paper's apprentice feature studies (DOM window, <t,d> vs plain text)
+	$(PYTHON) -m focused bench-features --out results
 
 models: install  ## rebuild the default models in models/ from ../shared
 	$(PYTHON) -m focused models --out models

@@ -98,16 +98,17 @@ def webkb_track(
 def wiki_track(cache: Path, *, topics: tuple[str, ...] | None = None) -> Track:
     """The Wikipedia track: topics of the category tree on the rendered site."""
     from focused.learning.critic import load_critic
-    from focused.wiki.build import prepare_wiki_track
+    from focused.wiki.build import prepare_wiki_track, reachable_from, read_link_graph
 
     wiki = prepare_wiki_track(cache / "wiki")
     store = open_store(wiki.warc, labels=wiki.labels)
     track = Track("wiki", store, wiki.labels)
     critic = load_critic(wiki.critic)
+    graph = read_link_graph(wiki.links)  # the article graph: navigation links lead to no article
     for name in topics or tuple(wiki.topics):
         topic = critic.resolve_topic(name)
         seeds = tuple(wiki.seeds[name])
-        reach = reachable(store, seeds)
+        reach = {track.canonical(url) for url in reachable_from(seeds, graph)}
         on_topic = frozenset(
             url for url in reach if (label := store.label_of(url)) is not None and topic.matches(label)
         )
