@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from focused.bench.metrics import crawl_curve, gap_closure
-from focused.bench.runner import PROJECT_ROOT, CrawlResult, CrawlSpec, run_crawl
+from focused.bench.runner import PROJECT_ROOT, CrawlResult, CrawlSpec, run_crawl, stats_path
 from focused.bench.tracks import Case, Track
 from focused.learning.critic import load_critic
 from focused.replay import ReplayServer
@@ -36,15 +36,31 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "max": {"FOCUSED_PARENT_AGGREGATION": "max"},
     "mean": {"FOCUSED_PARENT_AGGREGATION": "mean"},
     "classes": {"FOCUSED_APPRENTICE_CLASS_FEATURES": True},
+    # switch in early and retrain often (our budgets are 10-100x smaller than the paper's)
+    "fast": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50},
+    # start from an apprentice trained offline on other crawls, then keep learning online
+    "warm": {"FOCUSED_APPRENTICE_BATCH": 50},
 }
 
 
+def needs_offline_model(strategy: str) -> bool:
+    """Strategies that start from an apprentice trained on earlier baseline crawls."""
+    base, _, variants = strategy.partition(":")
+    return base == "apprentice-offline" or "warm" in variants.split("+")
+
+
 def split_strategy(name: str) -> tuple[str, dict[str, Any]]:
-    """``"baseline:first"`` -> ``("baseline", {"FOCUSED_PARENT_AGGREGATION": "first"})``."""
-    strategy, _, variant = name.partition(":")
-    if variant and variant not in VARIANTS:
-        raise ValueError(f"unknown strategy variant {variant!r} in {name!r}; valid: {', '.join(VARIANTS)}")
-    return strategy, dict(VARIANTS.get(variant, {}))
+    """``"baseline:first"`` -> ``("baseline", {"FOCUSED_PARENT_AGGREGATION": "first"})``.
+
+    Several variants combine with ``+``: ``apprentice:warm+classes``.
+    """
+    strategy, _, variants = name.partition(":")
+    settings: dict[str, Any] = {}
+    for variant in filter(None, variants.split("+")):
+        if variant not in VARIANTS:
+            raise ValueError(f"unknown strategy variant {variant!r} in {name!r}; valid: {', '.join(VARIANTS)}")
+        settings.update(VARIANTS[variant])
+    return strategy, settings
 
 
 @dataclass
@@ -79,6 +95,7 @@ class BenchConfig:
     repeats: int = 1
     throughput: bool = True
     extra_settings: dict[str, Any] = field(default_factory=dict)
+    reuse: bool = False
 
 
 def _spec(config: BenchConfig, track: Track, case: Case, strategy: str, proxy: str, repeat: int) -> CrawlSpec:
@@ -99,6 +116,18 @@ def _spec(config: BenchConfig, track: Track, case: Case, strategy: str, proxy: s
         labels=track.labels,
         settings=settings,
     )
+
+
+def reuse_crawl(spec: CrawlSpec) -> CrawlResult | None:
+    """The result of an earlier identical crawl (same name and output), if it finished."""
+    stats_file = stats_path(spec)
+    if not (spec.db.exists() and stats_file.exists()):
+        return None
+    stats = json.loads(stats_file.read_text())
+    if stats.get("finish_reason") not in ("finished", "focused_max_pages"):
+        return None
+    logger.info("reusing %s", spec.db.name)
+    return CrawlResult(spec, 0, float(stats.get("elapsed_time_seconds", 0.0)), spec.db.with_suffix(".log"), stats)
 
 
 def _figures(track: Track, case: Case, strategy: str, repeat: int, result: CrawlResult) -> Run:
@@ -168,7 +197,7 @@ def run_track(config: BenchConfig, track: Track) -> list[Run]:
         for repeat in range(config.repeats if strategy != "oracle" else 1)
     ]
     # offline apprentices train on baseline crawls, so they run in a second phase
-    offline = [j for j in jobs if j[1].startswith("apprentice-offline")]
+    offline = [j for j in jobs if needs_offline_model(j[1])]
     online = [j for j in jobs if j not in offline]
     if offline and "baseline" not in config.strategies:
         online += [(case, "baseline", 0) for case in track.cases]
@@ -178,7 +207,7 @@ def run_track(config: BenchConfig, track: Track) -> list[Run]:
         def one(job: tuple[Case, str, int]) -> Run:
             case, strategy, repeat = job
             extra: dict[str, Any] = {}
-            if strategy.startswith("apprentice-offline"):
+            if needs_offline_model(strategy):
                 model = _train_offline(track, case, strategy, config)
                 if model is None:
                     return _failed_run(track, case, strategy, repeat)
@@ -186,7 +215,9 @@ def run_track(config: BenchConfig, track: Track) -> list[Run]:
             spec = _spec(config, track, case, strategy, server.proxy_url, repeat)
             if extra:
                 spec = replace(spec, settings={**spec.settings, **extra})
-            result = run_crawl(spec)
+            result = reuse_crawl(spec) if config.reuse else None
+            if result is None:
+                result = run_crawl(spec)
             run = _figures(track, case, strategy, repeat, result)
             logger.info(
                 "%s %s %s %s: %d pages in %.0fs, harvest@100=%.2f",

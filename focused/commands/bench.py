@@ -47,6 +47,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="smoke run: one university/topic per track, 250 pages, no throughput test",
     )
     parser.add_argument("--no-throughput", action="store_true", help="skip the throughput comparison")
+    parser.add_argument(
+        "--reuse", action="store_true", help="reuse finished crawls of an earlier run in the same --out folder"
+    )
     parser.add_argument("--archive", help="WebKB archive (default: ../shared/corpora/webkb-dev.tar.gz)")
     parser.add_argument("--out", help="results folder (default: results/)")
     parser.add_argument(
@@ -80,6 +83,7 @@ def run(args: argparse.Namespace) -> int:
         repeats=max(1, args.repeats),
         throughput=not (args.quick or args.no_throughput),
         extra_settings=extra,
+        reuse=args.reuse,
     )
     cache = out / "cache"
     tracks = []
