@@ -1,0 +1,83 @@
+"""The benchmark's figures and report, on synthetic runs (no crawling)."""
+
+from __future__ import annotations
+
+import pytest
+
+from focused.bench.metrics import Curve, gap_closure
+from focused.bench.report import markdown, plot
+from focused.bench.suite import Run, split_strategy, summarize
+
+
+def test_curve_figures():
+    curve = Curve(
+        ["http://a/1", "http://a/2", "http://a/3", "http://a/4"], [True, False, True, True], [0.9, 0.1, 0.5, 0.7]
+    )
+    assert curve.true_harvest_at(2) == 0.5
+    assert curve.loss_at(4) == 0.25
+    assert curve.critic_harvest_at(4) == pytest.approx(0.55)
+    assert curve.true_harvest_at(100) == 0.75  # a crawl shorter than the checkpoint uses what it fetched
+    assert curve.recall_at(2, {"http://a/1", "http://a/3"}, str) == 0.5
+    assert curve.cumulative_loss() == [0, 1, 1, 1]
+
+
+def test_gap_closure():
+    assert gap_closure(0.5, 0.2, 0.8) == pytest.approx(0.5)
+    assert gap_closure(0.1, 0.2, 0.8) < 0
+    assert gap_closure(0.3, 0.5, 0.5) is None
+
+
+def test_strategy_variants():
+    assert split_strategy("baseline") == ("baseline", {})
+    assert split_strategy("apprentice:fast+classes")[1]["FOCUSED_APPRENTICE_CLASS_FEATURES"] is True
+    with pytest.raises(ValueError, match="unknown strategy variant"):
+        split_strategy("apprentice:turbo")
+
+
+def run(group, topic, strategy, h100, repeat=0):
+    ks = (100, 250)
+    return Run(
+        "t",
+        group,
+        topic,
+        strategy,
+        repeat,
+        250,
+        1.0,
+        {k: h100 for k in ks},
+        {k: h100 for k in ks},
+        {k: 1 - h100 for k in ks},
+        {k: h100 for k in ks},
+        300,
+        10,
+        0,
+        [0, 1, 1],
+        apprentice={"switched_in_at": 50, "high_rate": 0.4} if strategy == "apprentice" else {},
+    )
+
+
+def test_summary_gap_closure_loss_reduction_and_noise(tmp_path):
+    runs = [
+        run("g1", "x", "baseline", 0.2),
+        run("g1", "x", "baseline", 0.4, repeat=1),
+        run("g1", "x", "oracle", 0.8),
+        run("g1", "x", "apprentice", 0.5),
+        run("g1", "x", "apprentice", 0.5, repeat=1),
+    ]
+    summary = summarize(runs, ("baseline", "apprentice", "oracle"))["t"]
+    assert summary["gap_closure"]["apprentice"][100] == pytest.approx(0.4)  # (0.5-0.3)/(0.8-0.3)
+    assert summary["loss_reduction"]["apprentice"]["mean"][100] == pytest.approx(1 - 0.5 / 0.7, abs=1e-3)
+    assert summary["noise"]["baseline"][100] == pytest.approx(0.1414, abs=1e-3)
+    assert "apprentice" not in summary["noise"] or summary["noise"]["apprentice"][100] == 0
+    result = {
+        "config": {"budget": 250, "strategies": ["baseline", "apprentice", "oracle"], "repeats": 2},
+        "tracks": {"t": {"cases": [{"group": "g1", "topic": "x"}]}},
+        "summary": {"t": summary},
+        "runs": [r.__dict__ for r in runs],
+    }
+    text = markdown(result)
+    assert "| apprentice | 50.0 |" in text
+    assert "gap closure" in text and "+0.40" in text
+    assert "loss reduction" in text and "switched in at page" in text
+    paths = plot(result, tmp_path)
+    assert paths and paths[0].stat().st_size > 1000
