@@ -3,7 +3,7 @@ PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
 TOPIC ?= course
 SEEDS ?=
-STRATEGY ?= baseline
+STRATEGY ?= apprentice
 PAGES ?= 300
 BENCH_ARGS ?=
 

@@ -15,8 +15,9 @@ FOCUSED_TOPIC = ""
 FOCUSED_SEEDS = ""
 #: A file with one seed URL per line (``-a seeds_file=...``).
 FOCUSED_SEEDS_FILE = ""
-#: Frontier policy: ``bfs``, ``baseline`` (best-first on Pr(c*|u)), ``oracle`` (benchmark only).
-FOCUSED_STRATEGY = "baseline"
+#: Frontier policy: ``apprentice`` (online relevance feedback), ``apprentice-offline``,
+#: ``baseline`` (best-first on Pr(c*|u)), ``bfs``, ``oracle`` (benchmark only).
+FOCUSED_STRATEGY = "apprentice"
 #: Critic model bundle (joblib). Relative paths are taken from the project root.
 FOCUSED_CRITIC_MODEL = "models/webkb-pagetype.joblib"
 #: Ground-truth labels (``url<TAB>label[<TAB>group]``), needed by ``oracle`` only.

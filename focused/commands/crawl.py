@@ -26,7 +26,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--archive", help="WebKB archive (default: the dev archive in ../shared/corpora)")
     parser.add_argument("--topic", default="course", help="topic (default: course)")
-    parser.add_argument("--strategy", default="baseline", help="bfs, baseline or oracle (default: baseline)")
+    parser.add_argument(
+        "--strategy", default="apprentice", help="apprentice, baseline, bfs or oracle (default: apprentice)"
+    )
     parser.add_argument("--seeds", default=DEMO_SEED, help=f"seed URLs, comma-separated (default: {DEMO_SEED})")
     parser.add_argument("--pages", type=int, default=300, help="page budget (default: 300)")
     parser.add_argument("--model", default="models/webkb-pagetype.joblib", help="critic model")
