@@ -124,11 +124,14 @@ def markdown(result: dict[str, Any]) -> str:
     tp = result.get("throughput")
     if tp:
         lines.append(f"\nThroughput on {tp['case']} (concurrency {tp['concurrency']}, loopback replay):\n")
-        lines.append("| spider | responses | seconds | pages/s |")
+        lines.append("| spider | responses (200 OK) | seconds | responses/s |")
         lines.append("|---|---|---|---|")
         for spider in ("plain", "focused"):
             t = tp.get(spider, {})
-            lines.append(f"| {spider} | {t.get('responses')} | {t.get('elapsed_s')} | {t.get('pages_per_s')} |")
+            lines.append(
+                f"| {spider} | {t.get('responses')} ({t.get('ok_responses', '?')}) | {t.get('elapsed_s')} "
+                f"| {t.get('pages_per_s')} |"
+            )
     if result.get("speed"):
         from focused.bench.speed import markdown as speed_markdown
 

@@ -242,7 +242,11 @@ def _failed_run(track: Track, case: Case, strategy: str, repeat: int) -> Run:
 
 
 def throughput(config: BenchConfig, track: Track, pages: int = 1000, concurrency: int = 8) -> dict[str, Any]:
-    """Pages per second of the full focused pipeline vs plain Scrapy link following."""
+    """Responses per second of the full focused pipeline vs plain Scrapy link following.
+
+    Both crawls stop after the same number of responses (``CLOSESPIDER_PAGECOUNT``),
+    from the same seeds, through the same replay, at the same concurrency.
+    """
     case = track.cases[0]
     out: dict[str, Any] = {"case": f"{case.group}/{case.topic}", "concurrency": concurrency, "budget": pages}
     with ReplayServer(track.store) as server:
@@ -255,15 +259,21 @@ def throughput(config: BenchConfig, track: Track, pages: int = 1000, concurrency
                 model=case.model,
                 proxy=server.proxy_url,
                 db=config.out / "cache" / "crawls" / f"throughput-{track.name}-{spider}.sqlite",
-                max_pages=pages,
+                max_pages=0,
                 spider=spider,
-                settings={"FOCUSED_REPLAY_CONCURRENCY": concurrency, "FOCUSED_LOG_EVERY": 0},
+                settings={
+                    "FOCUSED_REPLAY_CONCURRENCY": concurrency,
+                    "FOCUSED_LOG_EVERY": 0,
+                    "CLOSESPIDER_PAGECOUNT": pages,
+                },
             )
             result = run_crawl(spec)
             responses = int(result.stats.get("downloader/response_count", 0))
+            ok = int(result.stats.get("downloader/response_status_count/200", 0))
             elapsed = float(result.stats.get("elapsed_time_seconds", 0) or 0)
             out[spider] = {
                 "responses": responses,
+                "ok_responses": ok,
                 "elapsed_s": round(elapsed, 2),
                 "pages_per_s": round(responses / elapsed, 1) if elapsed else None,
             }

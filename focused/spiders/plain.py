@@ -29,7 +29,8 @@ class PlainSpider(scrapy.Spider):
             "focused.restrict.RestrictToCrawlMiddleware": None,
         },
         "ITEM_PIPELINES": {"focused.pipelines.CriticPipeline": None},
-        "EXTENSIONS": {"focused.extensions.HarvestMonitor": None, "focused.feedback.RelevanceFeedback": None},
+        # a spider's component dicts replace the project's: list what stays on
+        "EXTENSIONS": {"focused.extensions.StatsFile": 510},
     }
     _extractor = LinkExtractor(unique=True)
 
