@@ -36,7 +36,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "max": {"FOCUSED_PARENT_AGGREGATION": "max"},
     "mean": {"FOCUSED_PARENT_AGGREGATION": "mean"},
     "classes": {"FOCUSED_APPRENTICE_CLASS_FEATURES": True},
-    # switch in early and retrain often (our budgets are 10-100x smaller than the paper's)
+    # the paper-like schedule (our first default): switch in after 200 pages and retrain every 200
+    "slow": {"FOCUSED_APPRENTICE_BATCH": 200, "FOCUSED_APPRENTICE_MIN_INSTANCES": 200},
+    # switch in early and retrain often (our budgets are 10-100x smaller than the paper's); now the default
     "fast": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50},
     # start from an apprentice trained offline on other crawls, then keep learning online
     "warm": {"FOCUSED_APPRENTICE_BATCH": 50},
