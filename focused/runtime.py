@@ -139,14 +139,14 @@ class CrawlRuntime:
                 alpha=settings.getfloat("FOCUSED_APPRENTICE_ALPHA", 0.1),
                 threshold=settings.getfloat("FOCUSED_APPRENTICE_THRESHOLD", 0.5),
                 binning=settings.get("FOCUSED_APPRENTICE_BINNING", "equal-prob"),
-                min_instances=settings.getint("FOCUSED_APPRENTICE_MIN_INSTANCES", 50),
+                min_instances=settings.getint("FOCUSED_APPRENTICE_MIN_INSTANCES", 200),
                 feature_params={"d_max": d_max, "class_features": class_feats, "offsets": True},
             )
         online = OnlineApprentice(
             learner,
             d_max=d_max,
             class_features=class_feats,
-            batch_size=settings.getint("FOCUSED_APPRENTICE_BATCH", 50),
+            batch_size=settings.getint("FOCUSED_APPRENTICE_BATCH", 200),
             learn=not offline,
             aggregation=settings.get("FOCUSED_PARENT_AGGREGATION", "max"),
         )

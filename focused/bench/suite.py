@@ -36,9 +36,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "max": {"FOCUSED_PARENT_AGGREGATION": "max"},
     "mean": {"FOCUSED_PARENT_AGGREGATION": "mean"},
     "classes": {"FOCUSED_APPRENTICE_CLASS_FEATURES": True},
-    # the paper-like schedule (our first default): switch in after 200 pages and retrain every 200
+    # the default schedule: switch in after 200 instances, retrain every 200 pages
     "slow": {"FOCUSED_APPRENTICE_BATCH": 200, "FOCUSED_APPRENTICE_MIN_INSTANCES": 200},
-    # switch in early and retrain often (our budgets are 10-100x smaller than the paper's); now the default
+    # switch in early and retrain often: better on WebKB, worse on the Wikipedia track
     "fast": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50},
     # start from an apprentice trained offline on other crawls, then keep learning online
     "warm": {"FOCUSED_APPRENTICE_BATCH": 50},
