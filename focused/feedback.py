@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.job import job_dir
+from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
 from focused import signals
@@ -52,6 +53,7 @@ class RelevanceFeedback:
         self.online = strategy.online
         self.jobdir = job_dir(crawler.settings)
         self.training = False
+        self._in_flight: Deferred[Any] | None = None
         self.switched_in_at: int | None = None
         self._pages = 0
 
@@ -76,12 +78,17 @@ class RelevanceFeedback:
         self._pages = page.fetch_order
         batch_done = self.online.observe_page((page.url, *page.aliases), page.relevance)
         if batch_done and not self.training:
-            features, relevances = self.online.take_batch()
-            self.training = True
-            started = time.perf_counter()
-            d = deferToThread(self.online.train, features, relevances)
-            d.addCallback(self._trained, len(features), started)
-            d.addErrback(self._failed)
+            self._in_flight = self._train_batch()
+
+    def _train_batch(self) -> Deferred[Any]:
+        """Train on the buffered instances in a thread; the callback swaps the model in."""
+        features, relevances = self.online.take_batch()
+        self.training = True
+        started = time.perf_counter()
+        d = deferToThread(self.online.train, features, relevances)
+        d.addCallback(self._trained, len(features), started)
+        d.addErrback(self._failed)
+        return d
 
     def _trained(self, model: ApprenticeModel | None, added: int, started: float) -> None:
         self.training = False
@@ -128,9 +135,22 @@ class RelevanceFeedback:
 
     # -- JOBDIR ------------------------------------------------------------------------
 
-    def spider_closed(self) -> None:
-        if self.jobdir and self.online.learn:
-            self._save_state()
+    def spider_closed(self) -> Deferred[None] | None:
+        """With JOBDIR: finish the training under way, learn the last instances, then save.
+
+        Scrapy waits for the returned Deferred, so the saved learner and model
+        hold every instance the crawl produced, however fast it was.
+        """
+        if not (self.jobdir and self.online.learn):
+            return None
+        done: Deferred[None] = Deferred()
+        if self.training and self._in_flight is not None:
+            self._in_flight.addBoth(lambda result: done.callback(None))
+        else:
+            done.callback(None)
+        done.addCallback(lambda _: self._train_batch())
+        done.addCallback(lambda _: self._save_state())
+        return done
 
     def _save_state(self) -> None:
         assert self.jobdir
