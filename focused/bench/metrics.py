@@ -121,7 +121,7 @@ def reachable(store: object, seeds: Iterable[str], *, max_pages: int = 1_000_000
         if response is None:
             continue
         if response.status in (301, 302, 303, 307, 308):
-            location = dict((k.lower(), v) for k, v in response.headers).get("location")
+            location = response.header("location")
             if location:
                 queue.append(location)
             continue

@@ -208,17 +208,14 @@ def run_track(config: BenchConfig, track: Track) -> list[Run]:
 
         def one(job: tuple[Case, str, int]) -> Run:
             case, strategy, repeat = job
-            extra: dict[str, Any] = {}
-            if needs_offline_model(strategy):
-                model = _train_offline(track, case, strategy, config)
-                if model is None:
-                    return _failed_run(track, case, strategy, repeat)
-                extra["FOCUSED_APPRENTICE_MODEL"] = str(model)
             spec = _spec(config, track, case, strategy, server.proxy_url, repeat)
-            if extra:
-                spec = replace(spec, settings={**spec.settings, **extra})
             result = reuse_crawl(spec) if config.reuse else None
             if result is None:
+                if needs_offline_model(strategy):  # trained only when the crawl really runs
+                    model = _train_offline(track, case, strategy, config)
+                    if model is None:
+                        return _failed_run(track, case, strategy, repeat)
+                    spec = replace(spec, settings={**spec.settings, "FOCUSED_APPRENTICE_MODEL": str(model)})
                 result = run_crawl(spec)
             run = _figures(track, case, strategy, repeat, result)
             logger.info(
