@@ -36,9 +36,10 @@ from typing import Any
 import numpy as np
 
 from focused.crawldb import iter_pages, read_meta
-from focused.learning.apprentice import Apprentice
+from focused.learning.apprentice import Apprentice, critic_views
 from focused.learning.linkfeatures import D_MAX, N_FEATURES, compact_many, extract_link_features
 from focused.learning.linkfeatures import class_features as _class_features
+from focused.learning.online import SnippetCritic
 from focused.replay.store import INDEX_NAMES
 from focused.replay.urlnorm import normalize_url
 
@@ -62,6 +63,10 @@ class Instances:
         The critic's Pr(c*|v) of each fetched target, as stored in the crawl database.
     pairs
         ``(u, v)`` as stored (v under the URL the crawler fetched it as).
+    side
+        With a snippet critic, the critic's views of each link
+        (:func:`~focused.learning.apprentice.critic_views`: Pr(c*|u) as stored
+        with u, Pr(c*|anchor text) read now), shape (n, 2); else ``None``.
     topic
         The crawl topic recorded in the databases (``None`` if none recorded).
     pages, pages_without_html
@@ -73,6 +78,7 @@ class Instances:
     features: list[np.ndarray] = field(default_factory=list)
     relevances: np.ndarray = field(default_factory=lambda: np.zeros(0))
     pairs: list[tuple[str, str]] = field(default_factory=list)
+    side: np.ndarray | None = None
     topic: str | None = None
     pages: int = 0
     pages_without_html: int = 0
@@ -119,6 +125,7 @@ def instances_from_crawl(
     class_features: bool = False,
     offsets: bool = True,
     n_features: int = N_FEATURES,
+    snippet_critic: SnippetCritic | None = None,
 ) -> Instances:
     """Every link (u, v) with both ends fetched in the same crawl, as an apprentice instance.
 
@@ -135,6 +142,9 @@ def instances_from_crawl(
         classes (the critic's verdict stored with u), the paper's §3.8.
     n_features
         Dimension of the hashed feature space.
+    snippet_critic
+        ``(anchor texts, target URLs) -> Pr(c*|anchor)`` for the crawl's topic;
+        when given, :attr:`Instances.side` holds the critic's views of each link.
 
     Raises
     ------
@@ -157,9 +167,13 @@ def instances_from_crawl(
     out = Instances(topic=next(iter(distinct), None))
     feature_lists: list[list[str]] = []
     relevances: list[float] = []
+    anchors: list[str] = []
+    parents: list[float] = []
     for path in paths:
         n_before = len(feature_lists)
-        pages, missing = _read_crawl(path, d_max, class_features, offsets, feature_lists, relevances, out.pairs)
+        pages, missing = _read_crawl(
+            path, d_max, class_features, offsets, feature_lists, relevances, out.pairs, anchors, parents
+        )
         out.pages += pages
         out.pages_without_html += missing
         if missing:
@@ -169,6 +183,9 @@ def instances_from_crawl(
         logger.info("%s: %d pages, %d instances", path, pages, len(feature_lists) - n_before)
     out.features = compact_many(feature_lists, n_features)
     out.relevances = np.asarray(relevances, dtype=np.float64)
+    if snippet_critic is not None:
+        anchor_rel = snippet_critic(anchors, [v for _, v in out.pairs]) if anchors else np.zeros(0)
+        out.side = critic_views(np.asarray(parents, dtype=np.float64), anchor_rel)
     out.seconds = time.perf_counter() - start
     return out
 
@@ -181,6 +198,8 @@ def _read_crawl(
     feature_lists: list[list[str]],
     relevances: list[float],
     pairs: list[tuple[str, str]],
+    anchors: list[str],
+    parents: list[float],
 ) -> tuple[int, int]:
     """Append the instances of one database; return (pages, pages without HTML)."""
     fetched: dict[str, tuple[str, float]] = {}  # fetch key -> (stored URL, relevance), first fetch wins
@@ -206,7 +225,7 @@ def _read_crawl(
         links = extract_link_features(page.html, page.url, d_max=d_max, offsets=offsets)
         extra = _class_features(page.top_classes) if class_features else []
         found: dict[str, int] = {}  # target key -> instance index (several spellings merge)
-        for url, feats in zip(links.urls, links.features, strict=True):
+        for url, feats, anchor in zip(links.urls, links.features, links.anchors, strict=True):
             key = keys.get(url, "")
             if key == "":  # site-wide navigation repeats the same URLs on every page: normalise each once
                 key = keys[url] = _key_or_none(url)
@@ -221,8 +240,12 @@ def _read_crawl(
                 feature_lists.append(feats + extra)
                 relevances.append(target[1])
                 pairs.append((page.url, target[0]))
+                anchors.append(anchor)
+                parents.append(float(page.relevance))
             else:
                 feature_lists[i].extend(feats)
+                if anchor:
+                    anchors[i] = f"{anchors[i]} | {anchor}" if anchors[i] else anchor
     return n_pages, missing
 
 
@@ -238,6 +261,7 @@ def train_apprentice(
     offsets: bool = True,
     n_features: int = N_FEATURES,
     instances: Instances | None = None,
+    snippet_critic: SnippetCritic | None = None,
     **kw: Any,
 ) -> Apprentice:
     """An :class:`~focused.learning.apprentice.Apprentice` holding every instance of the crawl(s).
@@ -249,6 +273,9 @@ def train_apprentice(
     crawl ``topic``. ``binning="equal-prob"`` is the paper's choice (§2.3);
     extra keywords go to :class:`Apprentice`. ``instances`` reuses an
     :func:`instances_from_crawl` result made with the same feature parameters.
+    With a ``snippet_critic`` (or ``instances`` that have side features) the
+    apprentice gets the critic's views of each link as side features, as an
+    online crawl with ``FOCUSED_APPRENTICE_ANCHOR_CRITIC`` does.
 
     Raises
     ------
@@ -260,7 +287,12 @@ def train_apprentice(
     """
     if instances is None:
         instances = instances_from_crawl(
-            db_paths, d_max=d_max, class_features=class_features, offsets=offsets, n_features=n_features
+            db_paths,
+            d_max=d_max,
+            class_features=class_features,
+            offsets=offsets,
+            n_features=n_features,
+            snippet_critic=snippet_critic,
         )
     if not len(instances):
         why = (
@@ -288,6 +320,7 @@ def train_apprentice(
         "offsets": offsets,
         "n_features": n_features,
         "topic": instances.topic,
+        "critic_views": instances.side is not None,
     }
     app = Apprentice(
         n_features=n_features,
@@ -296,9 +329,10 @@ def train_apprentice(
         binning=binning,
         min_instances=min_instances,
         feature_params=feature_params,
+        n_side=0 if instances.side is None else instances.side.shape[1],
         **kw,
     )
-    app.add(instances.features, rel)
+    app.add(instances.features, rel, instances.side)
     return app
 
 

@@ -67,6 +67,13 @@ FOCUSED_APPRENTICE_MIN_INSTANCES = 200
 FOCUSED_APPRENTICE_DMAX = 5
 #: Add the critic's top classes of the source page, with their prefixes (§3.8).
 FOCUSED_APPRENTICE_CLASS_FEATURES = False
+#: The critic also reads each link's anchor text. Its two views of a link,
+#: Pr(c*|u) and Pr(c*|anchor), set the priority before the apprentice switches
+#: in and are side features the apprentice stacks with the <t,d> evidence.
+#: False gives the paper's apprentice (the baseline's Pr(c*|u) until switch-in).
+FOCUSED_APPRENTICE_ANCHOR_CRITIC = True
+#: Before switch-in: priority = sigmoid((1-w)*logit Pr(c*|u) + w*logit Pr(c*|anchor)).
+FOCUSED_APPRENTICE_ANCHOR_WEIGHT = 0.7
 #: LOW/HIGH bucketing of the target's relevance: ``equal-prob`` (the paper's
 #: equally probable intervals: the median of the relevances seen so far) or
 #: ``fixed`` (FOCUSED_APPRENTICE_THRESHOLD).

@@ -96,8 +96,9 @@ class RelevanceFeedback:
         self.stats.inc_value("focused/apprentice/train_ms", round(1000 * (time.perf_counter() - started)))
         if model is None:
             logger.info(
-                "Apprentice not ready yet: %d instances (needs %d in both buckets); links keep Pr(c*|u)",
+                "Apprentice not ready yet: %d instances (needs %d in both buckets); links keep %s",
                 self.online.learner.n_instances, self.online.learner.min_instances,
+                "the critic's views of page and anchor" if self.online.snippet_critic else "Pr(c*|u)",
             )  # fmt: skip
             return
         first = self.online.model is None

@@ -18,7 +18,7 @@ from scrapy.utils.conf import closest_scrapy_cfg
 
 from focused.errors import ConfigError
 from focused.learning.critic import Topic, UnknownTopicError, Verdict, load_critic
-from focused.learning.online import OnlineApprentice
+from focused.learning.online import OnlineApprentice, make_snippet_critic
 from focused.strategies import STRATEGIES, ApprenticeStrategy, Baseline, BreadthFirst, Oracle, Strategy
 
 if TYPE_CHECKING:
@@ -123,6 +123,7 @@ class CrawlRuntime:
         path = settings.get("FOCUSED_APPRENTICE_MODEL") or ""
         d_max = settings.getint("FOCUSED_APPRENTICE_DMAX", 5)
         class_feats = settings.getbool("FOCUSED_APPRENTICE_CLASS_FEATURES", False)
+        anchor_critic = settings.getbool("FOCUSED_APPRENTICE_ANCHOR_CRITIC", True)
         if path:
             try:
                 learner = Apprentice.load(project_path(path))
@@ -140,7 +141,13 @@ class CrawlRuntime:
                 threshold=settings.getfloat("FOCUSED_APPRENTICE_THRESHOLD", 0.5),
                 binning=settings.get("FOCUSED_APPRENTICE_BINNING", "equal-prob"),
                 min_instances=settings.getint("FOCUSED_APPRENTICE_MIN_INSTANCES", 200),
-                feature_params={"d_max": d_max, "class_features": class_feats, "offsets": True},
+                feature_params={
+                    "d_max": d_max,
+                    "class_features": class_feats,
+                    "offsets": True,
+                    "critic_views": anchor_critic,
+                },
+                n_side=2 if anchor_critic else 0,
             )
         online = OnlineApprentice(
             learner,
@@ -149,6 +156,8 @@ class CrawlRuntime:
             batch_size=settings.getint("FOCUSED_APPRENTICE_BATCH", 200),
             learn=not offline,
             aggregation=settings.get("FOCUSED_PARENT_AGGREGATION", "max"),
+            snippet_critic=make_snippet_critic(self.critic, self.topic) if learner.n_side else None,
+            anchor_weight=settings.getfloat("FOCUSED_APPRENTICE_ANCHOR_WEIGHT", 0.7),
         )
         if path:
             try:

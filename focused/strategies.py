@@ -85,8 +85,9 @@ class ApprenticeStrategy:
     """The paper's enhanced crawler: links scored by the apprentice, Pr(HIGH | ⟨t,d⟩ features).
 
     Before the apprentice has a model (online mode, first batches) a link gets
-    the baseline's Pr(c*|u). The per-link features go to the frontier as
-    payloads so that a retrained model can re-score waiting URLs.
+    the critic's blended views of u and of the anchor (or, without a snippet
+    critic, the baseline's Pr(c*|u)). The per-link features go to the frontier
+    as payloads so that a retrained model can re-score waiting URLs.
     """
 
     def __init__(self, online: OnlineApprentice, name: str = "apprentice") -> None:
@@ -94,7 +95,9 @@ class ApprenticeStrategy:
         self.name = name
 
     def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
-        payloads = self.online.link_features(page.url, page.html, page.verdict.top_classes, links)
+        payloads = self.online.link_features(
+            page.url, page.html, page.verdict.relevance, page.verdict.top_classes, links
+        )
         self.online.observe_links(links, payloads)
         scores = self.online.score(payloads)
         if scores is None:

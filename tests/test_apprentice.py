@@ -289,3 +289,64 @@ def test_retrain_time_on_10k_instances():
     elapsed = time.perf_counter() - start
     print(f"\napprentice retrain on {model.n_instances} instances: {elapsed * 1000:.0f} ms")
     assert model.n_instances == 10_100
+
+
+def side_data(n: int, seed: int) -> tuple[list[list[str]], np.ndarray, np.ndarray]:
+    """Links whose ⟨t,d⟩ context is noise; a side feature (an 'anchor critic' logit) carries the label."""
+    rng = np.random.default_rng(seed)
+    feats = [[f"w{rng.integers(40)}@{rng.integers(-5, 6)}" for _ in range(8)] for _ in range(n)]
+    high = rng.random(n) < 0.4
+    side = np.column_stack([rng.normal(size=n), np.where(high, 2.0, -2.0) + rng.normal(size=n)])
+    rel = np.where(high, rng.uniform(0.6, 1.0, n), rng.uniform(0.0, 0.3, n))
+    return feats, rel, side
+
+
+def test_side_features_are_stacked_with_the_link_context():
+    F, R, S = side_data(1500, seed=3)
+    Ft, Rt, St = side_data(500, seed=4)
+    app = Apprentice(n_features=N_FEATURES, n_side=2)
+    app.add(F, R, S)
+    model = app.fit()
+    assert model.n_side == 2
+    assert model.side_weights[1] > 1.0 > abs(model.side_weights[0])  # the informative view wins
+    assert auc(Rt >= 0.5, model.predict(Ft, St)) > 0.9
+    with pytest.raises(ValueError, match="side features"):
+        model.predict(Ft)
+    with pytest.raises(ValueError, match="side features"):
+        app.add(F[:2], R[:2])  # an apprentice with side features needs them
+    with pytest.raises(ValueError, match="side features"):
+        app.add(F[:2], R[:2], np.zeros((2, 3)))
+
+
+def test_side_features_survive_save_and_load(tmp_path):
+    F, R, S = side_data(600, seed=5)
+    Ft, _, St = side_data(100, seed=6)
+    app = Apprentice(n_features=N_FEATURES, n_side=2)
+    app.add(F, R, S)
+    model = app.fit()
+    model.save(tmp_path / "model.joblib")
+    np.testing.assert_allclose(ApprenticeModel.load(tmp_path / "model.joblib").predict(Ft, St), model.predict(Ft, St))
+    app.save(tmp_path / "state.joblib")
+    resumed = Apprentice.load(tmp_path / "state.joblib")
+    assert resumed.n_side == 2
+    np.testing.assert_allclose(resumed.fit().predict(Ft, St), app.fit().predict(Ft, St), atol=1e-9)
+
+
+def test_reads_version_1_files_without_side_features(tmp_path, data):
+    (F, R), (Ft, _) = data
+    app = Apprentice(n_features=N_FEATURES)
+    app.add(F, R)
+    model = app.fit()
+    for obj, name in ((app, "state"), (model, "model")):
+        path = tmp_path / f"{name}.joblib"
+        obj.save(path)
+        bundle = joblib.load(path)
+        bundle["format_version"] = 1
+        bundle["params"].pop("n_side")
+        bundle.get("stats", {}).pop("side", None)
+        bundle.get("model", {}).pop("side_weights", None)
+        joblib.dump(bundle, path)
+    assert Apprentice.load(tmp_path / "state.joblib").n_side == 0
+    old = ApprenticeModel.load(tmp_path / "model.joblib")
+    assert old.n_side == 0
+    np.testing.assert_allclose(old.predict(Ft), model.predict(Ft))

@@ -12,6 +12,7 @@ from focused.bench.features import feature_study, link_corpus
 from focused.cli import main
 from focused.crawldb import CrawlDB
 from focused.learning.apprentice import Apprentice
+from focused.learning.critic import Critic
 from focused.learning.linkfeatures import compact, compact_many, extract_link_features
 from focused.replay import open_store
 
@@ -136,6 +137,7 @@ def test_apprentice_ranks_a_good_region_link_above_a_bad_one_on_an_unseen_page(c
         "offsets": True,
         "n_features": N_FEATURES,
         "topic": "course",
+        "critic_views": False,
     }
     model = app.fit()
     new_good, new_bad = "http://other.example.org/x.html", "http://other.example.org/y.html"
@@ -165,14 +167,50 @@ def test_train_apprentice_fails_clearly_with_one_bucket(crawl):
 def test_cli_writes_a_loadable_learner(crawl, tmp_path, capsys):
     path, expected = crawl
     out = tmp_path / "models" / "apprentice.joblib"
-    code = main(["train-apprentice", "--from", str(path), "-o", str(out), "--d-max", "3", "--class-features"])
+    args = ["train-apprentice", "--from", str(path), "-o", str(out), "--d-max", "3", "--class-features"]
+    assert main(args) == 2  # the database records no critic to read anchors with
+    assert "records no critic" in capsys.readouterr().err
+    code = main([*args, "--no-critic-views"])
     assert code == 0
     text = capsys.readouterr().out
     assert f"{len(expected)} instances" in text and "HIGH rate" in text and "training time" in text
     app = Apprentice.load(out)
     assert app.n_instances == len(expected)
     assert app.feature_params["d_max"] == 3 and app.feature_params["class_features"] is True
+    assert app.n_side == 0
     assert not [p for p in out.parent.iterdir() if p.name != out.name]  # no temporary file left
+
+
+def test_side_features_are_the_stored_parent_relevance_and_the_anchor_read_by_the_critic(crawl):
+    path, expected = crawl
+    seen = []
+
+    def snippet(texts, urls):
+        seen.extend(zip(texts, urls, strict=True))
+        return np.array([0.9 if "alpha" in t else 0.2 for t in texts])
+
+    inst = instances_from_crawl(path, n_features=N_FEATURES, snippet_critic=snippet)
+    assert inst.side is not None and inst.side.shape == (len(expected), 2)
+    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    np.testing.assert_allclose(inst.side[:, 0], logit(0.2))  # both hubs were judged 0.2
+    i = inst.pairs.index((f"{SITE}/", f"{SITE}/g0.html"))
+    assert seen[i] == ("alpha 0", f"{SITE}/g0.html")  # read with the target's URL (cross-fitted critics)
+    np.testing.assert_allclose(inst.side[i, 1], logit(0.9))
+    app = train_apprentice(path, n_features=N_FEATURES, snippet_critic=snippet)
+    assert app.n_side == 2 and app.feature_params["critic_views"] is True
+
+
+def test_cli_reads_anchors_with_the_given_critic(crawl, tmp_path, capsys):
+    path, _ = crawl
+    texts = ["alpha bravo lecture syllabus"] * 5 + ["charlie delta people staff"] * 5
+    critic = Critic.train(texts, ["course"] * 5 + ["other"] * 5, calibrate=False)
+    model = critic.save(tmp_path / "critic.joblib")
+    out = tmp_path / "apprentice.joblib"
+    assert main(["train-apprentice", "--from", str(path), "-o", str(out), "--critic", str(model)]) == 0
+    assert "critic views: weight" in capsys.readouterr().out
+    assert Apprentice.load(out).n_side == 2
+    assert main(["train-apprentice", "--from", str(path), "-o", str(out), "--critic", str(tmp_path / "no")]) == 2
+    assert "critic" in capsys.readouterr().err
 
 
 def test_cli_fails_clearly_on_missing_or_foreign_files(tmp_path, capsys):

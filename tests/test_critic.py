@@ -122,6 +122,18 @@ def test_calibrated_posteriors_do_not_saturate_on_long_documents(critic: Critic)
     assert list(calibrated.argmax(axis=1)) == [0, 1, 2]
 
 
+def test_snippet_posteriors_are_raw_for_short_texts_and_flattened_for_long_ones(critic: Critic) -> None:
+    assert critic.length_scale is not None and critic.length_scale > 2
+    short = ["rocket", "patient doctor"]  # shorter than L_eff: the page calibration would sharpen them
+    np.testing.assert_allclose(critic.snippet_posteriors(short), critic.raw_posteriors(short))
+    assert (critic.posteriors(short).max(axis=1) > critic.snippet_posteriors(short).max(axis=1)).all()
+    long_docs = [make_doc(np.random.default_rng(3), label, 3000) for label in CLASSES]
+    np.testing.assert_allclose(critic.snippet_posteriors(long_docs), critic.posteriors(long_docs))
+    np.testing.assert_allclose(critic.snippet_posteriors([""])[0], np.exp(critic.class_log_prior_))
+    space = critic.snippet_relevance(["nasa launch", "car dealer"], critic.resolve_topic("sci.space"))
+    assert space[0] > 0.5 > space[1]
+
+
 def test_calibrated_posteriors_rank_like_raw_ones(critic: Critic, corpus: dict[str, list[str]]) -> None:
     topic = critic.resolve_topic("sci.space")
     raw = critic.raw_posteriors(corpus["test"])[:, topic.indices].sum(axis=1)

@@ -2,7 +2,7 @@ import numpy as np
 import pytest
 
 from focused.learning.apprentice import Apprentice
-from focused.learning.online import OnlineApprentice, page_key
+from focused.learning.online import LinkPayload, OnlineApprentice, page_key
 from focused.priority import score_to_priority
 
 GOOD = '<div><h2>results</h2><ul><li><a href="{g}">item</a></li></ul></div>'
@@ -39,8 +39,9 @@ def test_links_become_instances_when_their_targets_are_judged():
     app = online(batch_size=3)
     u = "http://x.test/hub"
     links = ["http://x.test/good", "http://x.test/bad"]
-    payloads = app.link_features(u, html(*links), ["sport"], links)
-    assert len(payloads) == 2 and all(p.dtype == np.int32 and len(p) > 0 for p in payloads)
+    payloads = app.link_features(u, html(*links), 0.5, ["sport"], links)
+    assert len(payloads) == 2 and all(p.ids.dtype == np.int32 and len(p.ids) > 0 for p in payloads)
+    assert all(p.side is None for p in payloads)  # no snippet critic: no side features
     app.observe_links(links, payloads)
     assert app.pending_links == 2
     assert app.observe_page(["http://x.test/good/"], 0.9) is False  # matched through its key
@@ -57,10 +58,10 @@ def test_links_become_instances_when_their_targets_are_judged():
 
 def test_trains_scores_and_rescores_with_parent_aggregation():
     app = online(batch_size=1, aggregation="max")
-    assert app.score([np.array([1, 2], dtype=np.int32)]) is None  # no model yet: callers use Pr(c*|u)
+    assert app.score([LinkPayload(np.array([1, 2], dtype=np.int32))]) is None  # no model yet: callers use Pr(c*|u)
     for i in range(6):
         good, bad = f"http://x.test/g{i}", f"http://x.test/b{i}"
-        payloads = app.link_features(f"http://x.test/h{i}", html(good, bad), [], [good, bad])
+        payloads = app.link_features(f"http://x.test/h{i}", html(good, bad), 0.5, [], [good, bad])
         app.observe_links([good, bad], payloads)
         app.observe_page([good], 0.95)
         app.observe_page([bad], 0.05)
@@ -68,7 +69,7 @@ def test_trains_scores_and_rescores_with_parent_aggregation():
     assert model is not None
     app.install(model)
     good, bad = "http://x.test/new-good", "http://x.test/new-bad"
-    pg, pb = app.link_features("http://x.test/new", html(good, bad), [], [good, bad])
+    pg, pb = app.link_features("http://x.test/new", html(good, bad), 0.5, [], [good, bad])
     scores = app.score([pg, pb])
     assert scores[0] > scores[1]
     # rescoring: the max over parents, and None (keep) for entries without features
@@ -81,3 +82,64 @@ def test_trains_scores_and_rescores_with_parent_aggregation():
 def test_frozen_apprentice_does_not_ask_for_training():
     app = online(batch_size=1, learn=False)
     assert app.observe_page(["http://x.test/a"], 0.9) is False
+
+
+def anchor_critic(texts, urls):
+    """A stand-in critic of anchor texts: 'match' reads as on topic."""
+    assert len(texts) == len(urls)
+    return np.array([0.9 if "match" in t else 0.1 for t in texts])
+
+
+def side_online(**kw):
+    learner = Apprentice(min_instances=4, binning="fixed", n_features=2**16, n_side=2)
+    return OnlineApprentice(learner, d_max=3, snippet_critic=anchor_critic, **kw)
+
+
+def page(links_with_anchors):
+    body = "".join(f'<p>the same words <a href="{u}">{a}</a> around</p>' for u, a in links_with_anchors)
+    return f"<html><body>{body}</body></html>"
+
+
+def test_side_features_are_the_critics_views_of_page_and_anchor():
+    app = side_online(anchor_weight=0.5)
+    links = ["http://x.test/a", "http://x.test/b", "http://x.test/unseen"]
+    payloads = app.link_features(
+        "http://x.test/u", page([(links[0], "match report"), (links[1], "shop")]), 0.8, [], links
+    )
+    sides = np.stack([p.side for p in payloads])
+    logit = lambda p: np.log(p / (1 - p))  # noqa: E731
+    np.testing.assert_allclose(sides[:, 0], logit(0.8), rtol=1e-5)
+    np.testing.assert_allclose(sides[:, 1], logit(np.array([0.9, 0.1, 0.1])), rtol=1e-5)  # unseen link: empty anchor
+    # before a model: the blend of the two views, so the matching anchor leads
+    scores = app.score(payloads)
+    assert scores is not None
+    assert scores[0] == pytest.approx(1 / (1 + np.exp(-(0.5 * logit(0.8) + 0.5 * logit(0.9)))))
+    assert scores[0] > scores[1] == pytest.approx(scores[2])
+
+
+def test_stacking_learns_to_trust_the_anchor_when_the_context_says_nothing():
+    app = side_online(batch_size=1)
+    rng = np.random.default_rng(0)
+    for i in range(40):
+        good, bad = f"http://x.test/g{i}", f"http://x.test/b{i}"
+        anchors = [(good, "match"), (bad, "shop")] if rng.random() < 0.5 else [(bad, "shop"), (good, "match")]
+        payloads = app.link_features(f"http://x.test/h{i}", page(anchors), 0.5, [], [u for u, _ in anchors])
+        app.observe_links([u for u, _ in anchors], payloads)
+        app.observe_page([good], 0.95)
+        app.observe_page([bad], 0.05)
+    model = app.train(*app.take_batch())
+    assert model is not None and model.n_side == 2
+    assert model.side_weights[1] > 0  # the anchor's view carries the signal
+    app.install(model)
+    links = ["http://x.test/new-good", "http://x.test/new-bad"]
+    pg, pb = app.link_features("http://x.test/new", page([(links[1], "shop"), (links[0], "match")]), 0.5, [], links)
+    good_score, bad_score = app.score([pg, pb])
+    assert good_score > 0.8 > 0.2 > bad_score
+    # a model with side features refuses payloads without them
+    with pytest.raises(ValueError, match="side features"):
+        app.rescore([[LinkPayload(pg.ids)]])
+
+
+def test_side_features_need_a_snippet_critic():
+    with pytest.raises(ValueError, match="snippet critic"):
+        OnlineApprentice(Apprentice(n_side=2))

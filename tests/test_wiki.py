@@ -338,6 +338,9 @@ def test_crossfit_judges_a_page_with_the_model_that_did_not_train_on_it(tmp_path
     # batch methods agree with judge
     rel = critic.relevance([texts[-1], texts[0]], topic, urls=[probe, page_urls[0]])
     assert rel[0] == pytest.approx(verdict.relevance) and rel[1] > 0.5
+    # an anchor text is read by the fold blind to the link's target, as the target itself would be
+    anchor = critic.snippet_relevance(["zyzzyva"], topic, urls=[probe])
+    assert anchor[0] < 0.5 < critic.folds[(home + 1) % k].snippet_relevance(["zyzzyva"], topic)[0]
     # save / load through load_critic
     critic.examples = {"Sci.Bio": [probe]}
     path = critic.save(tmp_path / "cf.joblib")

@@ -22,7 +22,7 @@ from focused.frontier import Frontier
 from focused.learning.apprentice import Apprentice
 from focused.learning.critic import load_critic
 from focused.learning.linkfeatures import compact_many, extract_link_features
-from focused.learning.online import OnlineApprentice
+from focused.learning.online import LinkPayload, OnlineApprentice
 from focused.learning.text import html_to_text
 from focused.replay import ReplayStore
 
@@ -44,13 +44,17 @@ def speed_study(store: ReplayStore, model: Path, *, pages: int = 1000, topic: st
             break
 
     extract, critic_cost, apprentice_cost, all_links = [], [], [], []
-    learner = Apprentice(min_instances=1, binning="equal-prob")
-    online = OnlineApprentice(learner, d_max=5)
+    # the crawl's default apprentice: <t,d> features plus the critic's views of each link
+    learner = Apprentice(min_instances=1, binning="equal-prob", n_side=2)
+    online = OnlineApprentice(
+        learner, d_max=5, snippet_critic=lambda texts, _urls: critic.snippet_relevance(texts, target)
+    )
     rng = np.random.default_rng(0)
     for url, html in docs:  # a first pass to train a model to score with
         page = extract_link_features(html, url, d_max=5)
         all_links.extend(compact_many(page.features, learner.n_features))
-    learner.add(all_links, rng.random(len(all_links)))
+    all_side = rng.normal(size=(len(all_links), 2))
+    learner.add(all_links, rng.random(len(all_links)), all_side)
     online.install(learner.fit())
     for url, html in docs:
         t0 = time.perf_counter()
@@ -58,7 +62,7 @@ def speed_study(store: ReplayStore, model: Path, *, pages: int = 1000, topic: st
         t1 = time.perf_counter()
         page = extract_link_features(html, url, d_max=5)
         t2 = time.perf_counter()
-        payloads = online.link_features(url, html, verdict.top_classes, page.urls)
+        payloads = online.link_features(url, html, verdict.relevance, verdict.top_classes, page.urls)
         online.score(payloads)
         t3 = time.perf_counter()
         critic_cost.append(t1 - t0)
@@ -68,8 +72,8 @@ def speed_study(store: ReplayStore, model: Path, *, pages: int = 1000, topic: st
     # retrain on 10,000 real link instances
     n = min(10_000, len(all_links))
     sample = [all_links[i] for i in rng.choice(len(all_links), size=n, replace=False)]
-    fresh = Apprentice(min_instances=1, binning="equal-prob")
-    fresh.add(sample, rng.random(n))
+    fresh = Apprentice(min_instances=1, binning="equal-prob", n_side=2)
+    fresh.add(sample, rng.random(n), all_side[:n])
     t0 = time.perf_counter()
     fresh.fit()
     retrain = time.perf_counter() - t0
@@ -77,7 +81,9 @@ def speed_study(store: ReplayStore, model: Path, *, pages: int = 1000, topic: st
     # re-score 100,000 waiting URLs (one parent each, real link features)
     frontier: Frontier[str] = Frontier()
     for i in range(100_000):
-        frontier.push(f"k{i}", f"http://x.test/{i}", int(rng.integers(0, 1_000_000)), all_links[i % len(all_links)])
+        j = i % len(all_links)
+        payload = LinkPayload(all_links[j], all_side[j].astype(np.float32))
+        frontier.push(f"k{i}", f"http://x.test/{i}", int(rng.integers(0, 1_000_000)), payload)
     t0 = time.perf_counter()
     changed = frontier.rescore(lambda entries: online.rescore([e.payloads for e in entries]))
     rescore = time.perf_counter() - t0

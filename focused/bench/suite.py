@@ -42,6 +42,10 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fast": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50},
     # start from an apprentice trained offline on other crawls, then keep learning online
     "warm": {"FOCUSED_APPRENTICE_BATCH": 50},
+    # the paper's apprentice: <t,d> features only, the baseline's Pr(c*|u) until switch-in
+    "paper": {"FOCUSED_APPRENTICE_ANCHOR_CRITIC": False},
+    # never switch in: the critic's blended views of page and anchor alone (no learning)
+    "prior": {"FOCUSED_APPRENTICE_MIN_INSTANCES": 10**9},
 }
 
 
@@ -176,17 +180,23 @@ def _offline_sources(track: Track, case: Case, config: BenchConfig) -> list[Path
 
 def _train_offline(track: Track, case: Case, strategy: str, config: BenchConfig) -> Path | None:
     from focused.apprentice_data import train_apprentice
+    from focused.learning.online import make_snippet_critic
 
     _, variant = split_strategy(strategy)
-    class_features = bool(variant.get("FOCUSED_APPRENTICE_CLASS_FEATURES"))
+    settings = {**config.extra_settings, **variant}
+    class_features = bool(settings.get("FOCUSED_APPRENTICE_CLASS_FEATURES"))
+    snippet = None
+    if settings.get("FOCUSED_APPRENTICE_ANCHOR_CRITIC", True):
+        critic = load_critic(case.model)  # the critic the crawl will use reads the anchors
+        snippet = make_snippet_critic(critic, critic.resolve_topic(case.topic))
     sources = _offline_sources(track, case, config)
     if not sources:
         logger.error("no baseline crawl to train the offline apprentice for %s/%s", case.group, case.topic)
         return None
     out = config.out / "cache" / "apprentices" / f"{track.name}-{case.group}-{case.topic}-{strategy}.joblib"
     out.parent.mkdir(parents=True, exist_ok=True)
-    d_max = int(config.extra_settings.get("FOCUSED_APPRENTICE_DMAX", 5))
-    train_apprentice(sources, d_max=d_max, class_features=class_features).save(out)
+    d_max = int(settings.get("FOCUSED_APPRENTICE_DMAX", 5))
+    train_apprentice(sources, d_max=d_max, class_features=class_features, snippet_critic=snippet).save(out)
     return out
 
 

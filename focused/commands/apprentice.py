@@ -14,6 +14,7 @@ from focused.cli import CommandError
 
 if TYPE_CHECKING:
     from focused.learning.apprentice import Apprentice
+    from focused.learning.online import SnippetCritic
 
 logger = logging.getLogger(__name__)
 
@@ -58,6 +59,17 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--threshold", type=float, default=0.5, help="HIGH from this relevance with --binning fixed (default: 0.5)"
     )
     train.add_argument("--alpha", type=float, default=0.1, help="naive Bayes smoothing (default: %(default)s)")
+    views = train.add_mutually_exclusive_group()
+    views.add_argument(
+        "--critic",
+        metavar="MODEL",
+        help="critic that reads anchor texts for the side features (default: the one the crawl recorded)",
+    )
+    views.add_argument(
+        "--no-critic-views",
+        action="store_true",
+        help="leave out the critic's views of each link (the paper's apprentice: <t,d> features only)",
+    )
     train.set_defaults(func=_train)
 
     bench = subparsers.add_parser(
@@ -97,7 +109,10 @@ def _train(args: argparse.Namespace) -> int:
     out = Path(args.out)
     start = time.perf_counter()
     try:
-        instances = instances_from_crawl(sources, d_max=args.d_max, class_features=args.class_features)
+        snippet = None if args.no_critic_views else _snippet_critic(sources[0], args.critic)
+        instances = instances_from_crawl(
+            sources, d_max=args.d_max, class_features=args.class_features, snippet_critic=snippet
+        )
         app = train_apprentice(
             sources,
             d_max=args.d_max,
@@ -125,8 +140,31 @@ def _train(args: argparse.Namespace) -> int:
         f"training time {seconds:.2f} s (features {instances.seconds:.2f} s, "
         f"{len(instances) / max(seconds, 1e-9):.0f} instances/s)"
     )
+    if model.n_side:
+        w_parent, w_anchor = model.side_weights
+        print(f"critic views: weight {w_parent:+.2f} on logit Pr(c*|u), {w_anchor:+.2f} on logit Pr(c*|anchor)")
     print(f"wrote {out} ({out.stat().st_size / 1024:.0f} kB)")
     return 0
+
+
+def _snippet_critic(db: Path, critic_path: str | None) -> SnippetCritic:
+    """The critic reading anchor texts for the crawl's topic (``critic_path`` or the one ``db`` recorded)."""
+    from focused.crawldb import read_meta
+    from focused.learning.critic import ModelError, UnknownTopicError, load_critic
+    from focused.learning.online import make_snippet_critic
+    from focused.runtime import project_path
+
+    meta = read_meta(db)
+    path = critic_path or meta.get("critic_model")
+    if not path:
+        raise CommandError(f"{db} records no critic: pass --critic MODEL, or --no-critic-views")
+    if not meta.get("topic"):
+        raise CommandError(f"{db} records no topic, so the critic cannot read anchors: use --no-critic-views")
+    try:
+        critic = load_critic(project_path(path))
+        return make_snippet_critic(critic, critic.resolve_topic(meta["topic"]))
+    except (OSError, ModelError, UnknownTopicError) as exc:
+        raise CommandError(f"critic {path}: {exc} (pass --critic MODEL, or --no-critic-views)") from exc
 
 
 def _save_atomic(app: Apprentice, path: Path) -> None:

@@ -6,6 +6,13 @@ buckets, LOW and HIGH (the two-bucket case of Torgo and Gama's regression by
 classification, §2.3), and a multinomial naive Bayes model estimates
 Pr(HIGH | features of (u, v)), the priority of an unfetched v.
 
+Besides the hashed ⟨t, d⟩ features an instance may carry ``n_side`` dense
+*side features*: the critic's own views of the link, the logit of Pr(c*|u)
+and of Pr(c*|anchor text of (u, v)) (:func:`critic_views`). They do not enter
+naive Bayes; they are stacked with its held-out evidence in the logistic
+regression that calibrates it, so the data decide how far to trust the critic's
+reading of the source page and of the anchor against the learned link context.
+
 :class:`Apprentice` accumulates instances and their sufficient statistics;
 :meth:`Apprentice.fit` returns an immutable :class:`ApprenticeModel`, so a
 crawler can keep serving one model while the next one trains in another
@@ -33,7 +40,14 @@ from focused.learning.linkfeatures import N_FEATURES, compact_many, from_compact
 logger = logging.getLogger(__name__)
 
 FORMAT = "focused.apprentice"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions :func:`_load_bundle` still reads (1: no side features).
+READABLE_VERSIONS = (1, 2)
+#: Inverse L2 strength of the calibration/stacking logistic regression (standardised NB score, side
+#: features in logit units): weak on thousands of instances, firm on the few dozen of an early model.
+_STACK_C = 1.0
+#: Side features are logits clipped to this magnitude (probabilities 4.5e-5 .. 1 - 4.5e-5).
+LOGIT_CLIP = 10.0
 
 BINNINGS = ("fixed", "equal-prob")
 NORMALIZATIONS = ("none", "sqrt", "length")
@@ -65,6 +79,23 @@ def _check_params(params: Mapping[str, Any]) -> None:
         raise ValueError(f"min_instances must be >= 0, got {params['min_instances']}")
     if params["calibration_folds"] < 2:
         raise ValueError(f"calibration_folds must be >= 2, got {params['calibration_folds']}")
+    if params.get("n_side", 0) < 0:
+        raise ValueError(f"n_side must be >= 0, got {params['n_side']}")
+
+
+def critic_views(parent_relevance: float | np.ndarray, anchor_relevance: np.ndarray) -> np.ndarray:
+    """Side features of links: clipped logits of Pr(c*|u) and of Pr(c*|anchor), shape (n, 2).
+
+    ``parent_relevance`` is one value (all links of one page) or one per link.
+    """
+    anchor = np.asarray(anchor_relevance, dtype=np.float64).ravel()
+    parent = np.broadcast_to(np.asarray(parent_relevance, dtype=np.float64), anchor.shape)
+    return np.column_stack([_logit(parent), _logit(anchor)])
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-12, 1 - 1e-12)
+    return np.clip(np.log(p) - np.log1p(-p), -LOGIT_CLIP, LOGIT_CLIP)
 
 
 @dataclass(frozen=True, eq=False)
@@ -81,9 +112,10 @@ class ApprenticeModel:
         carry no evidence and do not count in the length normalisation.
     prior_log_odds
         ``log(n_HIGH / n_LOW)`` over the training instances.
-    slope, intercept
-        The sigmoid ``Pr(HIGH) = σ(slope · score + intercept)`` fitted on
-        held-out scores (see :meth:`score`).
+    slope, intercept, side_weights
+        The logistic ``Pr(HIGH) = σ(slope · score + side · side_weights + intercept)``
+        fitted on held-out scores (see :meth:`score`) and the instances' side
+        features; ``side_weights`` is empty for a model without side features.
 
     Why not the raw NB posterior: summed log-likelihood ratios grow with the
     number of features of a link (NB counts correlated words near a link as
@@ -109,9 +141,10 @@ class ApprenticeModel:
     threshold: float
     params: Mapping[str, Any] = field(repr=False)
     feature_params: Mapping[str, Any] = field(repr=False)
+    side_weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
 
     def __post_init__(self) -> None:
-        for name in ("log_ratio", "known"):
+        for name in ("log_ratio", "known", "side_weights"):
             arr = np.asarray(getattr(self, name), dtype=np.float64)  # float64: no conversion per predict
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
@@ -139,13 +172,24 @@ class ApprenticeModel:
         evidence, n_known = self._evidence(X)
         return _normalize(evidence, n_known, self.normalize, self.prior_log_odds)
 
-    def predict(self, X: Features) -> np.ndarray:
-        """Pr(HIGH | features) of each instance, strictly inside (0, 1).
+    @property
+    def n_side(self) -> int:
+        """Number of side features the model expects (0: none)."""
+        return int(self.side_weights.size)
 
-        An instance without any feature seen in training gets σ(intercept), the
-        calibrated value of zero evidence.
+    def predict(self, X: Features, side: np.ndarray | None = None) -> np.ndarray:
+        """Pr(HIGH | features, side features) of each instance, strictly inside (0, 1).
+
+        ``side`` (n, :attr:`n_side`) is required when the model has side
+        features and ignored otherwise. An instance without any feature seen in
+        training gets the calibrated value of zero evidence.
         """
         z = self.slope * self.score(X) + self.intercept
+        if self.n_side:
+            if side is None:
+                raise ValueError(f"this model needs {self.n_side} side features per instance")
+            side = np.asarray(side, dtype=np.float64).reshape(len(z), self.n_side)
+            z = z + side @ self.side_weights
         return _sigmoid(z)
 
     def save(self, path: str | PathLike[str]) -> None:
@@ -163,6 +207,7 @@ class ApprenticeModel:
                 "prior_log_odds": self.prior_log_odds,
                 "slope": self.slope,
                 "intercept": self.intercept,
+                "side_weights": self.side_weights.copy(),
                 "normalize": self.normalize,
                 "n_features": self.n_features,
                 "version": self.version,
@@ -196,6 +241,7 @@ class ApprenticeModel:
                 prior_log_odds=float(m["prior_log_odds"]),
                 slope=float(m["slope"]),
                 intercept=float(m["intercept"]),
+                side_weights=np.asarray(m.get("side_weights", np.zeros(0)), dtype=np.float64).ravel(),
                 normalize=str(m["normalize"]),
                 n_features=n_features,
                 version=int(m["version"]),
@@ -252,6 +298,9 @@ class Apprentice:
     feature_params
         Opaque description of the features (``d_max``, families, ...) stored with
         the model, so that serving code can check that it computes the same ones.
+    n_side
+        Dense side features per instance (0: none; 2 for :func:`critic_views`),
+        fitted with the calibration, not by naive Bayes.
 
     Memory: besides the per-bucket counts (2 × ``n_features`` float64), the
     raw instances are kept as int32 ids (about 4 bytes per feature occurrence,
@@ -272,6 +321,7 @@ class Apprentice:
         calibration_folds: int = 5,
         calibration_max: int = 20_000,
         feature_params: Mapping[str, Any] | None = None,
+        n_side: int = 0,
     ) -> None:
         self.n_features = int(n_features)
         self.alpha = float(alpha)
@@ -282,6 +332,7 @@ class Apprentice:
         self.calibration_folds = int(calibration_folds)
         self.calibration_max = int(calibration_max)
         self.feature_params = dict(feature_params or {})
+        self.n_side = int(n_side)
         _check_params(self.get_params())
 
         self._lock = threading.Lock()
@@ -289,6 +340,7 @@ class Apprentice:
         self._n_ids = 0
         self._indptr = np.zeros(129, dtype=np.int64)
         self._rel = np.zeros(128, dtype=np.float64)
+        self._side = np.zeros((128, self.n_side), dtype=np.float64)
         self._n = 0
         self._counts = np.zeros((2, self.n_features), dtype=np.float64)  # [LOW, HIGH] x feature
         self._bucket_threshold = self.threshold if binning == "fixed" else math.inf
@@ -308,6 +360,7 @@ class Apprentice:
             "normalize": self.normalize,
             "calibration_folds": self.calibration_folds,
             "calibration_max": self.calibration_max,
+            "n_side": self.n_side,
         }
 
     @property
@@ -330,12 +383,13 @@ class Apprentice:
             return 0 < self._n_high_fixed < self._n
         return self._rel_max > self._rel_min
 
-    def add(self, features: Features, relevances: Sequence[float] | np.ndarray) -> None:
+    def add(self, features: Features, relevances: Sequence[float] | np.ndarray, side: np.ndarray | None = None) -> None:
         """Add instances: the features of links (u, v) and the relevance Pr(c*|v) of their targets.
 
         ``features`` is a CSR count matrix, lists of feature strings, or compact
-        id arrays; ``relevances`` are in [0, 1]. Only the new instances are
-        touched: the per-bucket counts are updated in place.
+        id arrays; ``relevances`` are in [0, 1]; ``side`` (n, ``n_side``) holds
+        the side features, required when ``n_side > 0``. Only the new instances
+        are touched: the per-bucket counts are updated in place.
         """
         rel = np.asarray(relevances, dtype=np.float64).ravel()
         arrays = _as_compact(features, self.n_features)
@@ -343,6 +397,12 @@ class Apprentice:
             raise ValueError(f"{len(arrays)} feature rows but {len(rel)} relevances")
         if not np.all(np.isfinite(rel)):
             raise ValueError("relevances must be finite")
+        if self.n_side:
+            if side is None:
+                raise ValueError(f"this apprentice needs {self.n_side} side features per instance")
+            side = np.asarray(side, dtype=np.float64)
+            if side.shape != (len(rel), self.n_side) or not np.all(np.isfinite(side)):
+                raise ValueError(f"side features must be a finite ({len(rel)}, {self.n_side}) array")
         if len(rel) == 0:
             return
         lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
@@ -353,6 +413,8 @@ class Apprentice:
             self._ids[self._n_ids : self._n_ids + len(ids)] = ids
             self._indptr[n + 1 : n + k + 1] = self._n_ids + np.cumsum(lengths)
             self._rel[n : n + k] = rel
+            if self.n_side:
+                self._side[n : n + k] = side
             self._n_ids += len(ids)
             self._n += k
             high = rel >= self._bucket_threshold
@@ -369,7 +431,9 @@ class Apprentice:
             rel[: self._n] = self._rel[: self._n]
             indptr = np.zeros(size + 1, dtype=np.int64)
             indptr[: self._n + 1] = self._indptr[: self._n + 1]
-            self._rel, self._indptr = rel, indptr
+            side = np.zeros((size, self.n_side), dtype=np.float64)
+            side[: self._n] = self._side[: self._n]
+            self._rel, self._indptr, self._side = rel, indptr, side
         if n_ids > len(self._ids):
             ids = np.zeros(max(n_ids, 2 * len(self._ids)), dtype=np.int32)
             ids[: self._n_ids] = self._ids[: self._n_ids]
@@ -390,6 +454,7 @@ class Apprentice:
         with self._lock:
             n = self._n
             rel, indptr, ids = self._rel[:n], self._indptr[: n + 1], self._ids[: self._n_ids]
+            side = self._side[:n]
             threshold = self.current_threshold()
             high = rel >= threshold
             n_high = int(np.count_nonzero(high))
@@ -403,13 +468,14 @@ class Apprentice:
 
         log_ratio, known = _nb_weights(counts, self.alpha)
         prior = math.log(n_high / (n - n_high))
-        slope, intercept = self._calibrate(counts, rel, indptr, ids, high)
+        slope, intercept, side_weights = self._calibrate(counts, rel, indptr, ids, high, side)
         model = ApprenticeModel(
             log_ratio=log_ratio,
             known=known,
             prior_log_odds=prior,
             slope=slope,
             intercept=intercept,
+            side_weights=side_weights,
             normalize=self.normalize,
             n_features=self.n_features,
             version=version,
@@ -420,8 +486,8 @@ class Apprentice:
             feature_params=self.feature_params,
         )
         logger.debug(
-            "Apprentice v%d: %d instances, %.1f%% HIGH (threshold %.3g), %d features, sigmoid %.3g*s%+.3g",
-            version, n, 100 * n_high / n, threshold, int(known.sum()), slope, intercept,
+            "Apprentice v%d: %d instances, %.1f%% HIGH (threshold %.3g), %d features, sigmoid %.3g*s%+.3g, side %s",
+            version, n, 100 * n_high / n, threshold, int(known.sum()), slope, intercept, np.round(side_weights, 3),
         )  # fmt: skip
         return model
 
@@ -441,12 +507,21 @@ class Apprentice:
         self._bucket_threshold = threshold
 
     def _calibrate(
-        self, counts: np.ndarray, rel: np.ndarray, indptr: np.ndarray, ids: np.ndarray, high: np.ndarray
-    ) -> tuple[float, float]:
-        """Fit σ(a·score + b) to held-out scores of the most recent instances (cross-fitting).
+        self,
+        counts: np.ndarray,
+        rel: np.ndarray,
+        indptr: np.ndarray,
+        ids: np.ndarray,
+        high: np.ndarray,
+        side: np.ndarray,
+    ) -> tuple[float, float, np.ndarray]:
+        """Fit σ(a·score + side·w + b) to held-out scores of the most recent instances (cross-fitting).
 
         The model of fold k is the full counts minus fold k's own counts, so
-        each fold costs time in its own size only, whatever the history.
+        each fold costs time in its own size only, whatever the history. The
+        side features are already out-of-sample (the critic never saw the link),
+        so they enter the logistic regression as they are: it learns how much
+        each view of the critic adds to the link context (stacking).
         """
         n = len(rel)
         sample = np.arange(max(0, n - self.calibration_max), n)
@@ -481,21 +556,32 @@ class Apprentice:
             evidence = np.bincount(row_of, weights=lr[inv], minlength=rows.size)
             n_known = np.bincount(row_of, weights=known[inv].astype(np.float64), minlength=rows.size)
             scores[fold::k] = _normalize(evidence, n_known, self.normalize, prior)
-        if y.all() or not y.any() or np.ptp(scores) == 0:
+        no_side = np.zeros(self.n_side)
+        if y.all() or not y.any():
             logger.debug("Apprentice calibration sample is degenerate; predicting the base rate")
-            return _flat(y)
-        scale = float(np.std(scores))
-        lr_model = LogisticRegression(C=1e4, solver="newton-cholesky", max_iter=100)
+            return (*_flat(y), no_side)
+        # The NB score is standardised (its scale is arbitrary); side features stay in logit units, so that
+        # the L2 penalty keeps a view that barely varies in the sample (one page's logit, say) from getting
+        # a huge weight that swings on the next page.
+        scale = float(np.std(scores)) or 1.0
+        S = side[sample]
+        lr_model = LogisticRegression(C=_STACK_C, solver="newton-cholesky", max_iter=100)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # convergence chatter on separable samples
-            lr_model.fit((scores / scale).reshape(-1, 1), y)
+            lr_model.fit(np.column_stack([scores / scale, S]), y)
         slope = float(lr_model.coef_[0, 0]) / scale
+        side_weights = lr_model.coef_[0, 1:].copy()
         if slope <= 0:
             # Held-out evidence does not rank HIGH above LOW: keep NB's order with a
-            # negligible slope rather than invert it, and predict the base rate.
-            logger.warning("Apprentice evidence is not predictive on held-out data (slope %.3g)", slope)
-            return _flat(y)
-        return slope, float(lr_model.intercept_[0])
+            # negligible slope rather than invert it.
+            logger.info("Apprentice link-context evidence is not predictive on held-out data (slope %.3g)", slope)
+            if not self.n_side:
+                return (*_flat(y), no_side)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                lr_model.fit(S, y)
+            return 1e-6, float(lr_model.intercept_[0]), lr_model.coef_[0].copy()
+        return slope, float(lr_model.intercept_[0]), side_weights
 
     def save(self, path: str | PathLike[str]) -> None:
         """Write parameters, statistics and instances as one joblib bundle, to resume training later."""
@@ -511,6 +597,7 @@ class Apprentice:
                     "ids": self._ids[: self._n_ids].copy(),
                     "indptr": self._indptr[: n + 1].copy(),
                     "relevances": self._rel[:n].copy(),
+                    "side": self._side[:n].copy(),
                     "version": self._version,
                 },
             }
@@ -535,7 +622,8 @@ class Apprentice:
             if np.any(np.diff(indptr) < 0):
                 raise ValueError("inconsistent instance arrays")
             arrays = [ids[indptr[i] : indptr[i + 1]] for i in range(len(rel))]
-            app.add(arrays, rel)
+            side = np.asarray(stats["side"], dtype=np.float64) if app.n_side else None
+            app.add(arrays, rel, side)
             app._version = int(stats["version"])
             return app
         except (KeyError, TypeError, ValueError) as exc:
@@ -568,8 +656,8 @@ def _load_bundle(path: str | PathLike[str], kind: str) -> dict[str, Any]:
     if not isinstance(bundle, dict) or bundle.get("format") != FORMAT:
         raise ModelFileError(f"{path}: not an apprentice file")
     version = bundle.get("format_version")
-    if version != FORMAT_VERSION:
-        raise ModelFileError(f"{path}: format version {version!r}, this code reads {FORMAT_VERSION}")
+    if version not in READABLE_VERSIONS:
+        raise ModelFileError(f"{path}: format version {version!r}, this code reads {READABLE_VERSIONS}")
     if bundle.get("kind") != kind:
         raise ModelFileError(f"{path}: holds an apprentice {bundle.get('kind')!r}, expected {kind!r}")
     return bundle

@@ -340,6 +340,25 @@ class Critic:
         """Textbook naive Bayes posteriors (saturate on long pages; for comparison only)."""
         return _softmax(self._joint(self.transform(texts), calibrated=False))
 
+    def snippet_posteriors(self, texts: Sequence[str]) -> np.ndarray:
+        """Class posteriors of short texts (anchor texts), never sharper than textbook naive Bayes.
+
+        The page calibration rescales a text's log-likelihood to ``L_eff``
+        tokens, which would *sharpen* a two-word anchor several-fold. Here the
+        factor is ``min(1, L_eff / L)``: short snippets keep their raw naive
+        Bayes posterior, long ones are flattened as pages are. An empty text
+        gets the class prior.
+        """
+        loglik, lengths = self._log_likelihood(self.transform(texts))
+        if self.length_scale is not None:
+            loglik *= np.minimum(1.0, self.length_scale / np.maximum(lengths, 1.0))[:, None]
+        return _softmax(loglik + self.class_log_prior_[None, :])
+
+    def snippet_relevance(self, texts: Sequence[str], topic: Topic) -> np.ndarray:
+        """Pr(topic | snippet) for short texts; see :meth:`snippet_posteriors`."""
+        idx = self._topic_indices(topic)
+        return np.clip(self.snippet_posteriors(texts)[:, idx].sum(axis=1), 0.0, 1.0)
+
     def predict(self, texts: Sequence[str]) -> list[str]:
         """The most probable class of each text."""
         best = self._joint(self.transform(texts), calibrated=True).argmax(axis=1)

@@ -102,6 +102,22 @@ class CrossFitCritic:
 
         A page without a URL gets the mean of the k models' posteriors.
         """
+        return self._by_fold(texts, urls, "posteriors")
+
+    def snippet_posteriors(self, texts: Sequence[str], urls: Sequence[str | None] | None = None) -> np.ndarray:
+        """:meth:`Critic.snippet_posteriors`, each text by the fold model blind to its URL.
+
+        For an anchor text, pass the URL of the link's *target*: the model that
+        judges the target page must not have trained on it either.
+        """
+        return self._by_fold(texts, urls, "snippet_posteriors")
+
+    def snippet_relevance(
+        self, texts: Sequence[str], topic: Topic, urls: Sequence[str | None] | None = None
+    ) -> np.ndarray:
+        return np.clip(self.snippet_posteriors(texts, urls)[:, self._indices(topic)].sum(axis=1), 0.0, 1.0)
+
+    def _by_fold(self, texts: Sequence[str], urls: Sequence[str | None] | None, method: str) -> np.ndarray:
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of strings, not a string")
         if urls is not None and len(urls) != len(texts):
@@ -113,9 +129,9 @@ class CrossFitCritic:
         for f, critic in enumerate(self.folds):
             rows = np.array([i for i, g in enumerate(folds) if g == f], dtype=np.intp)
             if len(rows):
-                out[np.ix_(rows, self._columns[f])] = critic.posteriors([texts[i] for i in rows])
+                out[np.ix_(rows, self._columns[f])] = getattr(critic, method)([texts[i] for i in rows])
             if len(unknown):
-                out[np.ix_(unknown, self._columns[f])] += critic.posteriors([texts[i] for i in unknown]) / self.k
+                out[np.ix_(unknown, self._columns[f])] += getattr(critic, method)([texts[i] for i in unknown]) / self.k
         return out
 
     def predict(self, texts: Sequence[str], urls: Sequence[str | None] | None = None) -> list[str]:

@@ -16,20 +16,26 @@ and :class:`focused.feedback.RelevanceFeedback`). The loop of the paper's §2.2:
    frozen model is fitted (in a thread, by the caller), switched in, and the
    waiting frontier is re-scored with it (:meth:`OnlineApprentice.rescore`).
 
-Until the first model exists, links get the baseline's Pr(c*|u).
+Until the first model exists, links get the baseline's Pr(c*|u), or, with a
+snippet critic (the default in a crawl), a blend of the critic's two views of
+the link: ``σ((1 − w)·logit Pr(c*|u) + w·logit Pr(c*|anchor))``. The same two
+views are side features of every instance, which the model stacks with the
+⟨t,d⟩ evidence (see :mod:`focused.learning.apprentice`).
 """
 
 from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, NamedTuple
 
 import numpy as np
 from w3lib.url import safe_url_string
 
-from focused.learning.apprentice import Apprentice, ApprenticeModel
+from focused.learning.apprentice import Apprentice, ApprenticeModel, critic_views
+from focused.learning.critic import Critic, Topic
+from focused.learning.crossfit import CrossFitCritic
 from focused.learning.linkfeatures import class_features, compact_many, extract_link_features
 from focused.priority import score_to_priority
 
@@ -59,6 +65,37 @@ def page_key(url: str) -> str:
     return key.rstrip("/")
 
 
+#: ``snippet_critic(texts, target_urls) -> Pr(c*|text)``: the critic reading anchor texts.
+SnippetCritic = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+
+
+def make_snippet_critic(critic: Critic | CrossFitCritic, topic: Topic) -> SnippetCritic:
+    """The critic reading anchor texts for ``topic``.
+
+    A cross-fitted critic reads each anchor with the fold model blind to the
+    link's target, as it judges the target itself.
+    """
+
+    def read(texts: Sequence[str], target_urls: Sequence[str]) -> np.ndarray:
+        if isinstance(critic, CrossFitCritic):
+            return critic.snippet_relevance(texts, topic, target_urls)
+        return critic.snippet_relevance(texts, topic)
+
+    return read
+
+
+class LinkPayload(NamedTuple):
+    """What is kept per link (u, v) until v is fetched, and with v's waiting request.
+
+    ``ids`` are the compact hashed ⟨t,d⟩ (and class) feature ids; ``side`` the
+    critic's views of the link (:func:`~focused.learning.apprentice.critic_views`,
+    float32), or ``None`` when the apprentice has no side features.
+    """
+
+    ids: np.ndarray
+    side: np.ndarray | None = None
+
+
 class OnlineApprentice:
     """The apprentice's state during one crawl (see the module docstring).
 
@@ -79,6 +116,11 @@ class OnlineApprentice:
     aggregation
         How the scores of a URL's several parents combine when the frontier is
         re-scored (``first``, ``max``, ``mean``), as in the scheduler.
+    snippet_critic
+        The critic applied to anchor texts; required when the learner has side
+        features (``learner.n_side == 2``), unused otherwise.
+    anchor_weight
+        ``w`` of the priority before the first model (module docstring).
     """
 
     def __init__(
@@ -90,8 +132,18 @@ class OnlineApprentice:
         batch_size: int = 200,
         learn: bool = True,
         aggregation: str = "max",
+        snippet_critic: SnippetCritic | None = None,
+        anchor_weight: float = 0.7,
     ) -> None:
+        if learner.n_side not in (0, 2):
+            raise ValueError(f"the apprentice has {learner.n_side} side features; the crawler computes 0 or 2")
+        if learner.n_side and snippet_critic is None:
+            raise ValueError("an apprentice with side features needs a snippet critic")
+        if not 0.0 <= anchor_weight <= 1.0:
+            raise ValueError(f"anchor_weight must be in [0, 1], got {anchor_weight}")
         self.learner = learner
+        self.snippet_critic = snippet_critic if learner.n_side else None
+        self.anchor_weight = float(anchor_weight)
         self.d_max = int(d_max)
         self.class_features = bool(class_features)
         self.batch_size = max(1, int(batch_size))
@@ -99,40 +151,52 @@ class OnlineApprentice:
         self.aggregation = aggregation
         self.model: ApprenticeModel | None = None
         self._lock = threading.Lock()
-        self._pending: dict[str, list[np.ndarray]] = {}
+        self._pending: dict[str, list[LinkPayload]] = {}
         self._fetched: dict[str, float] = {}
-        self._buffer: list[tuple[np.ndarray, float]] = []
+        self._buffer: list[tuple[LinkPayload, float]] = []
         self._pages_in_batch = 0
         self.instances_seen = 0
 
     # -- features -----------------------------------------------------------------
 
-    def link_features(self, url: str, html: str, top_classes: Sequence[str], links: Sequence[str]) -> list[np.ndarray]:
-        """Compact feature ids of each link (u, v) of page u, in the order of ``links``.
+    def link_features(
+        self, url: str, html: str, relevance: float, top_classes: Sequence[str], links: Sequence[str]
+    ) -> list[LinkPayload]:
+        """The payload of each link (u, v) of page u, in the order of ``links``.
 
-        A link the feature extractor did not see (e.g. a URL Scrapy's link
-        extractor normalised differently) gets only the page-level features.
+        ``relevance`` and ``top_classes`` are the critic's verdict on u. A link
+        the feature extractor did not see (e.g. a URL Scrapy's link extractor
+        normalised differently) gets only the page-level features and an empty
+        anchor.
         """
         page = extract_link_features(html, url, d_max=self.d_max)
-        by_key: dict[str, list[str]] = {}
-        for target, feats in zip(page.urls, page.features, strict=True):
-            by_key.setdefault(page_key(target), feats)
+        by_key: dict[str, int] = {}
+        for i, target in enumerate(page.urls):
+            by_key.setdefault(page_key(target), i)
+        found = [by_key.get(page_key(link)) for link in links]
         extra = class_features(top_classes) if self.class_features else []
         # one hashing call for the whole page: FeatureHasher's per-call overhead dominates per-link calls
-        return compact_many([by_key.get(page_key(link), []) + extra for link in links], self.learner.n_features)
+        ids = compact_many(
+            [(page.features[i] if i is not None else []) + extra for i in found], self.learner.n_features
+        )
+        if self.snippet_critic is None:
+            return [LinkPayload(x) for x in ids]
+        anchors = [page.anchors[i] if i is not None else "" for i in found]
+        side = critic_views(relevance, self.snippet_critic(anchors, links)).astype(np.float32)
+        return [LinkPayload(x, s) for x, s in zip(ids, side, strict=True)]
 
     # -- the feedback loop --------------------------------------------------------
 
-    def observe_links(self, links: Sequence[str], payloads: Sequence[np.ndarray]) -> None:
+    def observe_links(self, links: Sequence[str], payloads: Sequence[LinkPayload]) -> None:
         """Remember the links of a fetched page until their targets are fetched."""
         with self._lock:
-            for link, ids in zip(links, payloads, strict=True):
+            for link, payload in zip(links, payloads, strict=True):
                 key = page_key(link)
                 relevance = self._fetched.get(key)
                 if relevance is not None:
-                    self._buffer.append((ids, relevance))
+                    self._buffer.append((payload, relevance))
                 else:
-                    self._pending.setdefault(key, []).append(ids)
+                    self._pending.setdefault(key, []).append(payload)
 
     def observe_page(self, urls: Sequence[str], relevance: float) -> bool:
         """A page (and the URLs it was requested under) was judged by the critic.
@@ -143,24 +207,24 @@ class OnlineApprentice:
             for url in urls:
                 key = page_key(url)
                 self._fetched[key] = float(relevance)
-                for ids in self._pending.pop(key, ()):
-                    self._buffer.append((ids, float(relevance)))
+                for payload in self._pending.pop(key, ()):
+                    self._buffer.append((payload, float(relevance)))
             self._pages_in_batch += 1
             return self.learn and self._pages_in_batch >= self.batch_size
 
-    def take_batch(self) -> tuple[list[np.ndarray], np.ndarray]:
-        """The buffered instances; starts a new batch."""
+    def take_batch(self) -> tuple[list[LinkPayload], np.ndarray]:
+        """The buffered instances (link payloads and target relevances); starts a new batch."""
         with self._lock:
             batch, self._buffer = self._buffer, []
             self._pages_in_batch = 0
-        feats = [ids for ids, _ in batch]
-        return feats, np.array([rel for _, rel in batch], dtype=np.float64)
+        return [payload for payload, _ in batch], np.array([rel for _, rel in batch], dtype=np.float64)
 
-    def train(self, features: list[np.ndarray], relevances: np.ndarray) -> ApprenticeModel | None:
+    def train(self, payloads: list[LinkPayload], relevances: np.ndarray) -> ApprenticeModel | None:
         """Add a batch to the learner and fit a new model if it is ready (thread-safe, slow)."""
-        if features:
-            self.learner.add(features, relevances)
-            self.instances_seen += len(features)
+        if payloads:
+            ids, side = _unpack(payloads, self.learner.n_side)
+            self.learner.add(ids, relevances, side)
+            self.instances_seen += len(payloads)
         if not self.learner.ready:
             return None
         return self.learner.fit()
@@ -171,12 +235,25 @@ class OnlineApprentice:
 
     # -- scoring ------------------------------------------------------------------
 
-    def score(self, payloads: Sequence[np.ndarray]) -> list[float] | None:
-        """Pr(HIGH | features) of each link, or ``None`` before the first model."""
-        model = self.model
-        if model is None or not payloads:
+    def score(self, payloads: Sequence[LinkPayload]) -> list[float] | None:
+        """Pr(HIGH | link) of each link; before the first model the critic's blended views, or ``None``."""
+        if not payloads:
             return None
-        return [float(p) for p in model.predict(list(payloads))]
+        model = self.model
+        if model is None:
+            if self.snippet_critic is None:
+                return None
+            _, views = _unpack(payloads, 2)
+            assert views is not None
+            return [float(p) for p in self.prior(views)]
+        ids, side = _unpack(payloads, model.n_side)
+        return [float(p) for p in model.predict(ids, side)]
+
+    def prior(self, side: np.ndarray) -> np.ndarray:
+        """Priority before the first model: σ((1 − w)·logit Pr(c*|u) + w·logit Pr(c*|anchor))."""
+        side = np.asarray(side, dtype=np.float64)
+        z = (1.0 - self.anchor_weight) * side[:, 0] + self.anchor_weight * side[:, 1]
+        return 1.0 / (1.0 + np.exp(-z))
 
     def rescore(self, payloads_per_entry: Sequence[Sequence[Any]]) -> list[int | None]:
         """New priorities for waiting URLs from their parents' link features.
@@ -188,16 +265,17 @@ class OnlineApprentice:
         model = self.model
         if model is None:
             return [None] * len(payloads_per_entry)
-        flat: list[np.ndarray] = []
+        flat: list[LinkPayload] = []
         owners: list[int] = []
         for i, payloads in enumerate(payloads_per_entry):
-            for ids in payloads:
-                if isinstance(ids, np.ndarray):
-                    flat.append(ids)
+            for payload in payloads:
+                if isinstance(payload, LinkPayload):
+                    flat.append(payload)
                     owners.append(i)
         if not flat:
             return [None] * len(payloads_per_entry)
-        scores = model.predict(flat)
+        ids, side = _unpack(flat, model.n_side)
+        scores = model.predict(ids, side)
         per_entry: list[list[float]] = [[] for _ in payloads_per_entry]
         for owner, score in zip(owners, scores, strict=True):
             per_entry[owner].append(float(score))
@@ -237,3 +315,14 @@ class OnlineApprentice:
             self._buffer = state["buffer"]
             self._pages_in_batch = int(state["pages_in_batch"])
             self.instances_seen = int(state.get("instances_seen", 0))
+
+
+def _unpack(payloads: Sequence[LinkPayload], n_side: int) -> tuple[list[np.ndarray], np.ndarray | None]:
+    """Feature id arrays and, if ``n_side``, the (n, n_side) side features of payloads."""
+    ids = [p.ids for p in payloads]
+    if not n_side:
+        return ids, None
+    sides = [p.side for p in payloads if p.side is not None]
+    if len(sides) != len(payloads):
+        raise ValueError("the model needs side features, but a link payload has none")
+    return ids, np.stack(sides).astype(np.float64)
