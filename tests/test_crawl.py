@@ -146,3 +146,18 @@ def test_jobdir_pause_and_resume_keeps_the_frontier(site):
     assert not set(order1) & set(order2)  # nothing fetched twice
     assert len(set(order1) | set(order2)) == 15  # and nothing lost
     assert "restored" in second.log.read_text()
+
+
+def test_links_without_a_usable_host_are_dropped():
+    from scrapy.http import HtmlResponse
+
+    from focused.spiders.focused import FocusedSpider
+
+    body = (
+        b'<a href="http:// www.guess.com">space</a><a href="http://%20/x">blank host</a>'
+        b'<a href="mailto:a@b.c">mail</a><a href="/ok.html">ok</a><a href="#top">self</a>'
+        b'<a href="http://user@example.org:8080/x">port</a><a href="/ok.html">again</a>'
+    )
+    response = HtmlResponse("http://site.test/", body=body, encoding="utf-8")
+    links = FocusedSpider._links(FocusedSpider.__new__(FocusedSpider), response)
+    assert links == ["http://site.test/ok.html", "http://user@example.org:8080/x"]

@@ -135,11 +135,23 @@ class FocusedSpider(scrapy.Spider):
     _extractor = LinkExtractor(unique=True)
 
     def _links(self, response: TextResponse) -> list[str]:
-        """The page's http(s) outlinks, once each, in document order, without itself."""
+        """The page's http(s) outlinks, once each, in document order, without itself.
+
+        A link without a usable host (``http:// www.x.com``, ``http:///a``) is
+        dropped here: the downloader would fail on it with an error per link.
+        """
         own = response.url.split("#", 1)[0]
         links = []
         for link in self._extractor.extract_links(response):
             url = link.url.split("#", 1)[0]
-            if url != own and urlsplit(url).scheme in ("http", "https"):
+            parts = urlsplit(url)
+            if url != own and parts.scheme in ("http", "https") and _valid_host(parts.hostname):
                 links.append(url)
         return list(dict.fromkeys(links))
+
+
+def _valid_host(host: str | None) -> bool:
+    """A non-empty host without whitespace or percent-escapes (which no DNS name has)."""
+    if not host:
+        return False
+    return not any(c.isspace() or c == "%" for c in host)
