@@ -149,16 +149,19 @@ class CrawlRuntime:
                 },
                 n_side=2 if anchor_critic else 0,
             )
-        online = OnlineApprentice(
-            learner,
-            d_max=d_max,
-            class_features=class_feats,
-            batch_size=settings.getint("FOCUSED_APPRENTICE_BATCH", 200),
-            learn=not offline,
-            aggregation=settings.get("FOCUSED_PARENT_AGGREGATION", "max"),
-            snippet_critic=make_snippet_critic(self.critic, self.topic) if learner.n_side else None,
-            anchor_weight=settings.getfloat("FOCUSED_APPRENTICE_ANCHOR_WEIGHT", 0.7),
-        )
+        try:
+            online = OnlineApprentice(
+                learner,
+                d_max=d_max,
+                class_features=class_feats,
+                batch_size=settings.getint("FOCUSED_APPRENTICE_BATCH", 200),
+                learn=not offline,
+                aggregation=settings.get("FOCUSED_PARENT_AGGREGATION", "max"),
+                snippet_critic=make_snippet_critic(self.critic, self.topic) if learner.n_side else None,
+                anchor_weight=settings.getfloat("FOCUSED_APPRENTICE_ANCHOR_WEIGHT", 0.7),
+            )
+        except ValueError as exc:  # e.g. FOCUSED_APPRENTICE_ANCHOR_WEIGHT outside [0, 1]
+            raise ConfigError(str(exc)) from exc
         if path:
             try:
                 online.install(learner.fit())

@@ -143,3 +143,8 @@ def test_stacking_learns_to_trust_the_anchor_when_the_context_says_nothing():
 def test_side_features_need_a_snippet_critic():
     with pytest.raises(ValueError, match="snippet critic"):
         OnlineApprentice(Apprentice(n_side=2))
+
+
+def test_anchor_weight_must_be_a_fraction():
+    with pytest.raises(ValueError, match="anchor_weight"):
+        side_online(anchor_weight=1.5)
