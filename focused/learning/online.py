@@ -76,12 +76,11 @@ def make_snippet_critic(critic: Critic | CrossFitCritic, topic: Topic) -> Snippe
     link's target, as it judges the target itself.
     """
 
-    def read(texts: Sequence[str], target_urls: Sequence[str]) -> np.ndarray:
-        if isinstance(critic, CrossFitCritic):
-            return critic.snippet_relevance(texts, topic, target_urls)
-        return critic.snippet_relevance(texts, topic)
-
-    return read
+    if isinstance(critic, CrossFitCritic):
+        crossfit = critic
+        return lambda texts, target_urls: crossfit.snippet_relevance(texts, topic, target_urls)
+    plain = critic
+    return lambda texts, _target_urls: plain.snippet_relevance(texts, topic)
 
 
 class LinkPayload(NamedTuple):

@@ -137,7 +137,7 @@ class FocusedSpider(scrapy.Spider):
     def _links(self, response: TextResponse) -> list[str]:
         """The page's http(s) outlinks, once each, in document order, without itself.
 
-        A link without a usable host (``http:// www.x.com``, ``http:///a``) is
+        A link without a usable host (``http:// www.x.com``, ``http://%20/x``) is
         dropped here: the downloader would fail on it with an error per link.
         """
         own = response.url.split("#", 1)[0]
