@@ -19,7 +19,7 @@ FOCUSED_SEEDS_FILE = ""
 #: ``baseline`` (best-first on Pr(c*|u)), ``bfs``, ``oracle`` (benchmark only).
 FOCUSED_STRATEGY = "apprentice"
 #: Critic model bundle (joblib). Relative paths are taken from the project root.
-FOCUSED_CRITIC_MODEL = "models/webkb-pagetype.joblib"
+FOCUSED_CRITIC_MODEL = "models/webkb-pagetype.npz"
 #: Ground-truth labels (``url<TAB>label[<TAB>group]``), needed by ``oracle`` only.
 FOCUSED_LABELS = ""
 #: How a URL linked from several fetched pages gets its priority:

@@ -1,7 +1,7 @@
 """Train and evaluate critics on the research corpora; build the default model.
 
 The corpora are read at run time (see :mod:`focused.corpora`); the default
-model, ``models/webkb-pagetype.joblib``, is the WebKB page-type critic trained
+model, ``models/webkb-pagetype.npz``, is the WebKB page-type critic trained
 on every page of ``webkb-dev`` (all universities, ``misc`` included), with the
 department home pages as its example seeds.
 """
@@ -39,7 +39,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 #: File name of the default WebKB page-type critic under the models folder.
-DEFAULT_MODEL_NAME = "webkb-pagetype.joblib"
+DEFAULT_MODEL_NAME = "webkb-pagetype.npz"
 #: Example URLs kept per class in a critic's ``examples``.
 MAX_EXAMPLES = 5
 #: The universities held out in turn by :func:`evaluate_webkb_louo` (``misc`` always trains).
@@ -281,7 +281,7 @@ def evaluate_webkb_louo(archive: str | Path, held_out: Sequence[str] = LOUO_UNIV
 def build_default_models(out_dir: str | Path = "models", archive: str | Path | None = None) -> list[Path]:
     """Train the default critic(s) reproducibly and write them under ``out_dir``.
 
-    Today that is ``webkb-pagetype.joblib``: the page-type critic over all of
+    Today that is ``webkb-pagetype.npz``: the page-type critic over all of
     ``webkb-dev`` (every university, ``misc`` included), seed 0.
     """
     from focused.corpora.webkb import default_archive

@@ -5,7 +5,6 @@ from __future__ import annotations
 import threading
 import time
 
-import joblib
 import numpy as np
 import pytest
 
@@ -17,6 +16,7 @@ from focused.learning.apprentice import (
     train_from_instances,
 )
 from focused.learning.linkfeatures import compact_many, hash_features
+from focused.learning.modelfile import save_model
 
 N_FEATURES = 2**16
 
@@ -200,7 +200,7 @@ def test_training_in_a_thread_while_adding():
 def test_model_save_load_round_trip(tmp_path, data):
     (F, R), (Ft, _) = data
     model = train_from_instances(F, R, n_features=N_FEATURES, feature_params={"d_max": 5, "offsets": True})
-    path = tmp_path / "apprentice.joblib"
+    path = tmp_path / "apprentice.npz"
     model.save(path)
     loaded = ApprenticeModel.load(path)
     np.testing.assert_allclose(loaded.predict(Ft), model.predict(Ft), rtol=1e-12)
@@ -217,7 +217,7 @@ def test_apprentice_save_load_resumes_training(tmp_path, data):
     app = Apprentice(n_features=N_FEATURES, binning="equal-prob")
     app.add(F[:1500], R[:1500])
     app.fit()
-    path = tmp_path / "state.joblib"
+    path = tmp_path / "state.npz"
     app.save(path)
     resumed = Apprentice.load(path)
     assert resumed.get_params() == app.get_params() and resumed.version == 1
@@ -230,33 +230,30 @@ def test_apprentice_save_load_resumes_training(tmp_path, data):
 
 def test_bad_files_raise_model_file_error(tmp_path, data):
     (F, R), _ = data
-    with pytest.raises(ModelFileError):
-        ApprenticeModel.load(tmp_path / "missing.joblib")
-    garbage = tmp_path / "garbage.joblib"
-    garbage.write_bytes(b"\x00not a pickle at all" * 10)
-    with pytest.raises(ModelFileError):
+    with pytest.raises(ModelFileError, match="not found"):
+        ApprenticeModel.load(tmp_path / "missing.npz")
+    garbage = tmp_path / "garbage.npz"
+    garbage.write_bytes(b"\x00not a model at all" * 10)
+    with pytest.raises(ModelFileError, match="not a model file"):
         ApprenticeModel.load(garbage)
-    other = tmp_path / "other.joblib"
-    joblib.dump({"something": "else"}, other)
-    with pytest.raises(ModelFileError):
+    other = tmp_path / "other.npz"
+    with other.open("wb") as fh:
+        np.savez(fh, something=np.arange(3))
+    with pytest.raises(ModelFileError, match="not a focused model file"):
         ApprenticeModel.load(other)
     app = Apprentice(n_features=N_FEATURES)
     app.add(F, R)
-    state = tmp_path / "state.joblib"
+    state = tmp_path / "state.npz"
     app.save(state)
-    with pytest.raises(ModelFileError, match="expected 'model'"):
+    with pytest.raises(ModelFileError, match=r"holds an apprentice learner.*not a frozen apprentice model"):
         ApprenticeModel.load(state)  # an apprentice state is not a model
-    future = tmp_path / "future.joblib"
-    bundle = joblib.load(state)
-    bundle["format_version"] = 999
-    joblib.dump(bundle, future)
-    with pytest.raises(ModelFileError, match="version"):
+    future = save_model({**app.to_bundle(), "format_version": 999}, tmp_path / "future.npz")
+    with pytest.raises(ModelFileError, match="version 999"):
         Apprentice.load(future)
-    broken = tmp_path / "broken.joblib"
-    bundle = joblib.load(state)
+    bundle = app.to_bundle()
     del bundle["stats"]["indptr"]
-    joblib.dump(bundle, broken)
-    with pytest.raises(ModelFileError):
+    broken = save_model(bundle, tmp_path / "broken.npz")
+    with pytest.raises(ModelFileError, match="corrupt apprentice state"):
         Apprentice.load(broken)
     assert issubclass(ModelFileError, ValueError)
 
@@ -324,10 +321,10 @@ def test_side_features_survive_save_and_load(tmp_path):
     app = Apprentice(n_features=N_FEATURES, n_side=2)
     app.add(F, R, S)
     model = app.fit()
-    model.save(tmp_path / "model.joblib")
-    np.testing.assert_allclose(ApprenticeModel.load(tmp_path / "model.joblib").predict(Ft, St), model.predict(Ft, St))
-    app.save(tmp_path / "state.joblib")
-    resumed = Apprentice.load(tmp_path / "state.joblib")
+    model.save(tmp_path / "model.npz")
+    np.testing.assert_allclose(ApprenticeModel.load(tmp_path / "model.npz").predict(Ft, St), model.predict(Ft, St))
+    app.save(tmp_path / "state.npz")
+    resumed = Apprentice.load(tmp_path / "state.npz")
     assert resumed.n_side == 2
     np.testing.assert_allclose(resumed.fit().predict(Ft, St), app.fit().predict(Ft, St), atol=1e-9)
 
@@ -338,15 +335,13 @@ def test_reads_version_1_files_without_side_features(tmp_path, data):
     app.add(F, R)
     model = app.fit()
     for obj, name in ((app, "state"), (model, "model")):
-        path = tmp_path / f"{name}.joblib"
-        obj.save(path)
-        bundle = joblib.load(path)
+        bundle = obj.to_bundle()
         bundle["format_version"] = 1
         bundle["params"].pop("n_side")
         bundle.get("stats", {}).pop("side", None)
         bundle.get("model", {}).pop("side_weights", None)
-        joblib.dump(bundle, path)
-    assert Apprentice.load(tmp_path / "state.joblib").n_side == 0
-    old = ApprenticeModel.load(tmp_path / "model.joblib")
+        save_model(bundle, tmp_path / f"{name}.npz")
+    assert Apprentice.load(tmp_path / "state.npz").n_side == 0
+    old = ApprenticeModel.load(tmp_path / "model.npz")
     assert old.n_side == 0
     np.testing.assert_allclose(old.predict(Ft), model.predict(Ft))

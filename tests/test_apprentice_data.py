@@ -166,7 +166,7 @@ def test_train_apprentice_fails_clearly_with_one_bucket(crawl):
 
 def test_cli_writes_a_loadable_learner(crawl, tmp_path, capsys):
     path, expected = crawl
-    out = tmp_path / "models" / "apprentice.joblib"
+    out = tmp_path / "models" / "apprentice.npz"
     args = ["train-apprentice", "--from", str(path), "-o", str(out), "--d-max", "3", "--class-features"]
     assert main(args) == 2  # the database records no critic to read anchors with
     assert "records no critic" in capsys.readouterr().err
@@ -204,8 +204,8 @@ def test_cli_reads_anchors_with_the_given_critic(crawl, tmp_path, capsys):
     path, _ = crawl
     texts = ["alpha bravo lecture syllabus"] * 5 + ["charlie delta people staff"] * 5
     critic = Critic.train(texts, ["course"] * 5 + ["other"] * 5, calibrate=False)
-    model = critic.save(tmp_path / "critic.joblib")
-    out = tmp_path / "apprentice.joblib"
+    model = critic.save(tmp_path / "critic.npz")
+    out = tmp_path / "apprentice.npz"
     assert main(["train-apprentice", "--from", str(path), "-o", str(out), "--critic", str(model)]) == 0
     assert "critic views: weight" in capsys.readouterr().out
     assert Apprentice.load(out).n_side == 2
@@ -214,7 +214,7 @@ def test_cli_reads_anchors_with_the_given_critic(crawl, tmp_path, capsys):
 
 
 def test_cli_fails_clearly_on_missing_or_foreign_files(tmp_path, capsys):
-    out = tmp_path / "a.joblib"
+    out = tmp_path / "a.npz"
     assert main(["train-apprentice", "--from", str(tmp_path / "missing.sqlite"), "-o", str(out)]) == 2
     assert "crawl database not found" in capsys.readouterr().err
     junk = tmp_path / "junk.sqlite"
@@ -288,7 +288,7 @@ def test_feature_study_writes_its_three_reports(archive, tmp_path):
     )
     for name in ("features.json", "features.md", "features.png"):
         assert (out / name).stat().st_size > 0
-    assert (out / "cache" / "webkb" / "critic-webkb-without-cornell.joblib").exists()
+    assert (out / "cache" / "webkb" / "critic-webkb-without-cornell.npz").exists()
     saved = json.loads((out / "features.json").read_text())
     assert saved["fits"] == 1 * 1 * 2 * 2 * 3
     assert set(saved["summary"]["truth"]["offsets"]) == {"0", "1", "2"}

@@ -15,7 +15,7 @@ from focused.learning.critic import load_critic
 from focused.replay import ReplayServer, open_store
 
 ARCHIVE = PROJECT_ROOT.parent / "shared" / "corpora" / "webkb-dev.tar.gz"
-MODEL = PROJECT_ROOT / "models" / "webkb-pagetype.joblib"
+MODEL = PROJECT_ROOT / "models" / "webkb-pagetype.npz"
 SEED = "http://www.cs.cornell.edu/"
 
 pytestmark = pytest.mark.skipif(not ARCHIVE.exists(), reason="../shared/corpora/webkb-dev.tar.gz is absent")

@@ -343,7 +343,7 @@ def test_crossfit_judges_a_page_with_the_model_that_did_not_train_on_it(tmp_path
     assert anchor[0] < 0.5 < critic.folds[(home + 1) % k].snippet_relevance(["zyzzyva"], topic)[0]
     # save / load through load_critic
     critic.examples = {"Sci.Bio": [probe]}
-    path = critic.save(tmp_path / "cf.joblib")
+    path = critic.save(tmp_path / "cf.npz")
     loaded = load_critic(path)
     assert isinstance(loaded, CrossFitCritic) and loaded.k == k and loaded.classes == ["Geo.Land", "Sci.Bio"]
     assert loaded.judge(texts[-1], loaded.resolve_topic("Sci"), url=probe) == verdict

@@ -229,7 +229,7 @@ def _critic(archive: Path, cache: Path, university: str) -> Any:
     from focused.learning.critic import load_critic
     from focused.training import train_webkb_critic
 
-    path = cache / f"critic-webkb-without-{university}.joblib"
+    path = cache / f"critic-webkb-without-{university}.npz"
     if not path.exists():
         logger.info("training the critic without %s", university)
         train_webkb_critic(archive, exclude=[university]).save(path)

@@ -193,7 +193,7 @@ def _train_offline(track: Track, case: Case, strategy: str, config: BenchConfig)
     if not sources:
         logger.error("no baseline crawl to train the offline apprentice for %s/%s", case.group, case.topic)
         return None
-    out = config.out / "cache" / "apprentices" / f"{track.name}-{case.group}-{case.topic}-{strategy}.joblib"
+    out = config.out / "cache" / "apprentices" / f"{track.name}-{case.group}-{case.topic}-{strategy}.npz"
     out.parent.mkdir(parents=True, exist_ok=True)
     d_max = int(settings.get("FOCUSED_APPRENTICE_DMAX", 5))
     train_apprentice(sources, d_max=d_max, class_features=class_features, snippet_critic=snippet).save(out)

@@ -77,7 +77,7 @@ def webkb_track(
     track = Track("webkb", store, cache / "webkb.labels.tsv")
     _write_labels(store, track.labels)
     for uni in universities:
-        model = cache / f"critic-webkb-without-{uni}.joblib"
+        model = cache / f"critic-webkb-without-{uni}.npz"
         if not model.exists():
             others = sorted({g for g in store.groups.values()} - {uni})
             logger.info("training the critic without %s (on %s)", uni, ", ".join(others))

@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import argparse
 import logging
-import os
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -13,7 +11,6 @@ from typing import TYPE_CHECKING
 from focused.cli import CommandError
 
 if TYPE_CHECKING:
-    from focused.learning.apprentice import Apprentice
     from focused.learning.online import SnippetCritic
 
 logger = logging.getLogger(__name__)
@@ -44,7 +41,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         metavar="DB",
         help="crawl database (.sqlite); repeat for several crawls of the same topic",
     )
-    train.add_argument("-o", "--out", required=True, metavar="PATH", help="apprentice file to write (.joblib)")
+    train.add_argument("-o", "--out", required=True, metavar="PATH", help="apprentice file to write (.npz)")
     train.add_argument("--d-max", type=int, default=DEFAULT_D_MAX, help="DOM window |d| (default: %(default)s)")
     train.add_argument(
         "--class-features", action="store_true", help="add the critic's top classes of the source page as features"
@@ -126,7 +123,7 @@ def _train(args: argparse.Namespace) -> int:
     except (CrawlDBError, ValueError, NotReadyError) as exc:
         raise CommandError(str(exc)) from exc
     seconds = time.perf_counter() - start
-    _save_atomic(app, out)
+    app.save(out)  # atomic: never a half-written model
     missing = f", {instances.pages_without_html} without HTML" if instances.pages_without_html else ""
     print(
         f"{len(instances)} instances from {instances.pages} pages{missing} in {len(sources)} crawl(s), "
@@ -165,20 +162,6 @@ def _snippet_critic(db: Path, critic_path: str | None) -> SnippetCritic:
         return make_snippet_critic(critic, critic.resolve_topic(meta["topic"]))
     except (OSError, ModelError, UnknownTopicError) as exc:
         raise CommandError(f"critic {path}: {exc} (pass --critic MODEL, or --no-critic-views)") from exc
-
-
-def _save_atomic(app: Apprentice, path: Path) -> None:
-    """``app.save`` to a temporary file in the target folder, then rename: never a half-written model."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".part", dir=path.parent)
-    os.close(fd)
-    try:
-        app.save(tmp)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
 
 
 def _bench(args: argparse.Namespace) -> int:

@@ -31,7 +31,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--seeds", default=DEMO_SEED, help=f"seed URLs, comma-separated (default: {DEMO_SEED})")
     parser.add_argument("--pages", type=int, default=300, help="page budget (default: 300)")
-    parser.add_argument("--model", default="models/webkb-pagetype.joblib", help="critic model")
+    parser.add_argument("--model", default="models/webkb-pagetype.npz", help="critic model")
     parser.add_argument("--db", help="crawl database to write (default: crawls/demo-TOPIC-STRATEGY.sqlite)")
     parser.set_defaults(func=run)
 
@@ -45,10 +45,10 @@ def run(args: argparse.Namespace) -> int:
 
     archive = Path(args.archive) if args.archive else default_archive()
     model = Path(args.model) if Path(args.model).is_absolute() else PROJECT_ROOT / args.model
-    critic = load_critic(model)  # fails early with a "how to rebuild" message
     try:
+        critic = load_critic(model)  # fails early with a "how to rebuild" message
         topic = critic.resolve_topic(args.topic)
-    except ValueError as exc:
+    except ValueError as exc:  # ModelError, UnknownTopicError
         raise CommandError(str(exc)) from exc
     print(f"Loading the replay store from {archive} ...")
     try:

@@ -17,7 +17,7 @@ logger = logging.getLogger(__name__)
 DEFAULT_MODELS_DIR = "models"
 #: Default critic model (``focused.training.DEFAULT_MODEL_NAME`` under ``models/``); spelled out here so
 #: that building the parser does not import scikit-learn.
-DEFAULT_MODEL = f"{DEFAULT_MODELS_DIR}/webkb-pagetype.joblib"
+DEFAULT_MODEL = f"{DEFAULT_MODELS_DIR}/webkb-pagetype.npz"
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -25,7 +25,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     train = subparsers.add_parser(
         "train-critic",
         help="train a naive Bayes critic on WebKB or on a class/.../doc tree",
-        description="Train the baseline classifier (critic) and write it as a joblib model file.",
+        description="Train the baseline classifier (critic) and write it as a model file (.npz).",
     )
     source = train.add_mutually_exclusive_group(required=True)
     source.add_argument("--webkb", metavar="ARCHIVE", help="WebKB archive (.tar.gz or folder): page types")
@@ -54,7 +54,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
     models = subparsers.add_parser(
         "models",
-        help="build the default models (models/webkb-pagetype.joblib)",
+        help="build the default models (models/webkb-pagetype.npz)",
         description="Reproducibly train the default critic from webkb-dev and write it.",
     )
     models.add_argument("--out", default=DEFAULT_MODELS_DIR, metavar="DIR", help="output folder (default: %(default)s)")

@@ -12,7 +12,7 @@ from focused.cli import CommandError
 
 logger = logging.getLogger(__name__)
 
-DEFAULT_MODEL = Path("models/wiki-topics.joblib")
+DEFAULT_MODEL = Path("models/wiki-topics.npz")
 
 
 def register(subparsers: Any) -> None:

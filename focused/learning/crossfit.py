@@ -21,11 +21,13 @@ from __future__ import annotations
 import zlib
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import numpy as np
 
-from focused.learning.critic import Critic, ModelError, Topic, Verdict, save_bundle
+from focused.learning.modelfile import save_model
+from focused.learning.naive_bayes import Critic, ModelError, read_critic_file
+from focused.learning.topics import Topic, Verdict, resolve_topic, topics_of
 from focused.replay.urlnorm import normalize_url
 
 __all__ = ["FORMAT_VERSION", "CrossFitCritic", "fold_of"]
@@ -156,11 +158,10 @@ class CrossFitCritic:
     # ------------------------------------------------------------------ topics
 
     def topics(self) -> list[str]:
-        # Critic's topic logic only reads ``classes`` (and ``topics``): reuse it.
-        return Critic.topics(cast(Critic, self))
+        return topics_of(self.classes)
 
     def resolve_topic(self, spec: str) -> Topic:
-        return Critic.resolve_topic(cast(Critic, self), spec)
+        return resolve_topic(self.classes, spec)
 
     # ------------------------------------------------------------------ persistence
 
@@ -187,8 +188,13 @@ class CrossFitCritic:
         return cls(folds, metadata=bundle.get("metadata"), examples=bundle.get("examples"))
 
     def save(self, path: str | Path) -> Path:
-        """Write the model (joblib, compressed, atomically); return the path."""
-        return save_bundle(self.to_bundle(), path)
+        """Write the model (one ``.npz`` file whatever the name, atomically); return the path."""
+        return save_model(self.to_bundle(), path)
+
+    @classmethod
+    def load(cls, path: str | Path) -> CrossFitCritic:
+        """Read a cross-fitted critic written by :meth:`save`; :class:`ModelError` for any other file."""
+        return read_critic_file(path, {cls.kind: (FORMAT_VERSION,)}, cls.from_bundle)
 
     def __repr__(self) -> str:
         return f"<CrossFitCritic: {self.k} folds, {len(self.classes)} classes>"

@@ -121,7 +121,7 @@ WARC_NAME = "wiki.warc.gz"
 LABELS_NAME = "wiki.labels.tsv"
 LINKS_NAME = "wiki.links.tsv"
 WEB_MANIFEST = "wiki.web.json"
-CRITIC_NAME = "wiki-critic-crossfit.joblib"
+CRITIC_NAME = "wiki-critic-crossfit.npz"
 TRACK_MANIFEST = "wiki.track.json"
 
 

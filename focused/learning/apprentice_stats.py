@@ -1,0 +1,179 @@
+"""The apprentice's arithmetic: naive Bayes weights, bucket counts, thresholds and the stacked sigmoid.
+
+Plain numpy functions over the learner's flat instance buffers (feature ids of
+all instances in one int32 array, ``indptr`` marking where each instance starts),
+shared by :class:`~focused.learning.apprentice_learner.Apprentice`, which trains,
+and :class:`~focused.learning.apprentice_model.ApprenticeModel`, which predicts.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+__all__ = [
+    "add_counts",
+    "equal_prob_threshold",
+    "flat_sigmoid",
+    "nb_weights",
+    "normalize_evidence",
+    "segments",
+    "sigmoid",
+    "stacked_sigmoid",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Inverse L2 strength of the calibration/stacking logistic regression (standardised NB score, side
+#: features in logit units): weak on thousands of instances, firm on the few dozen of an early model.
+_STACK_C = 1.0
+
+
+def segments(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in the id buffer of the given instances, and each instance's length."""
+    starts = indptr[rows]
+    lengths = indptr[rows + 1] - starts
+    total = int(lengths.sum())
+    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return offsets + np.arange(total), lengths
+
+
+def add_counts(counts: np.ndarray, ids: np.ndarray, high: np.ndarray, sign: int) -> None:
+    """counts[bucket, id] += sign for each id occurrence."""
+    for bucket, mask in ((1, high), (0, ~high)):
+        sel = ids[mask]
+        if sel.size:
+            u, c = np.unique(sel, return_counts=True)
+            counts[bucket, u] += sign * c
+
+
+def nb_weights(counts: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature log θ_HIGH − log θ_LOW (Eq. 1, vocabulary = features seen) and the seen mask."""
+    total = counts[0] + counts[1]
+    known = total > 0
+    vocab = int(np.count_nonzero(known))
+    n_low, n_high = counts[0].sum(), counts[1].sum()
+    log_ratio = np.zeros(counts.shape[1], dtype=np.float64)
+    cl, ch = counts[0, known], counts[1, known]
+    log_ratio[known] = np.log((ch + alpha) / (n_high + alpha * vocab)) - np.log((cl + alpha) / (n_low + alpha * vocab))
+    return log_ratio, known.astype(np.float64)
+
+
+def normalize_evidence(evidence: np.ndarray, n_known: np.ndarray, how: str, prior: float) -> np.ndarray:
+    evidence = np.asarray(evidence, dtype=np.float64).ravel()
+    n_known = np.asarray(n_known, dtype=np.float64).ravel()
+    if how == "none":
+        return prior + evidence
+    denom = np.maximum(n_known, 1.0)
+    return evidence / (np.sqrt(denom) if how == "sqrt" else denom)
+
+
+def flat_sigmoid(y: np.ndarray) -> tuple[float, float]:
+    """A sigmoid that keeps the evidence order but predicts about the base rate of ``y``."""
+    rate = float(np.clip(np.mean(y), 1e-3, 1 - 1e-3))
+    return 1e-6, math.log(rate / (1 - rate))
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    # Clipped so that Pr(HIGH) stays strictly inside (0, 1) and distinct scores stay distinct.
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+
+
+def equal_prob_threshold(rel: np.ndarray) -> float:
+    """The distinct relevance value t such that ``rel >= t`` is closest to half of ``rel``.
+
+    The smallest value is never chosen (it would leave LOW empty); with a
+    single distinct value, ``inf`` (everything LOW, not ready).
+    """
+    values = np.unique(rel)
+    if values.size < 2:
+        return math.inf
+    s = np.sort(rel)
+    frac_high = 1.0 - np.searchsorted(s, values[1:], side="left") / len(s)
+    return float(values[1:][np.argmin(np.abs(frac_high - 0.5))])
+
+
+def stacked_sigmoid(
+    counts: np.ndarray,
+    rel: np.ndarray,
+    indptr: np.ndarray,
+    ids: np.ndarray,
+    high: np.ndarray,
+    side: np.ndarray,
+    *,
+    alpha: float,
+    normalize: str,
+    folds: int,
+    max_instances: int,
+) -> tuple[float, float, np.ndarray]:
+    """Fit σ(a·score + side·w + b) to held-out scores of the most recent instances (cross-fitting).
+
+    The model of fold k is the full counts minus fold k's own counts, so
+    each fold costs time in its own size only, whatever the history. The
+    side features are already out-of-sample (the critic never saw the link),
+    so they enter the logistic regression as they are: it learns how much
+    each view of the critic adds to the link context (stacking).
+    """
+    n, n_side = len(rel), side.shape[1]
+    sample = np.arange(max(0, n - max_instances), n)
+    k = folds if len(sample) >= 2 * folds else 1
+    scores = np.zeros(len(sample))
+    y = high[sample]
+    n_high = int(np.count_nonzero(high))
+    totals = counts.sum(axis=1)
+    vocab = int(np.count_nonzero(counts[0] + counts[1]))
+    for fold in range(k):
+        rows = sample[fold::k]
+        pos, lengths = segments(indptr, rows)
+        uniq, inv = np.unique(ids[pos], return_inverse=True)
+        row_of = np.repeat(np.arange(rows.size), lengths)
+        fold_high = np.repeat(high[rows], lengths)
+        c = counts[:, uniq].copy()
+        fh = int(np.count_nonzero(high[rows]))
+        if k > 1:  # held out: remove the fold's own occurrences
+            c[1] -= np.bincount(inv[fold_high], minlength=uniq.size)
+            c[0] -= np.bincount(inv[~fold_high], minlength=uniq.size)
+            n_l = totals[0] - np.count_nonzero(~fold_high)
+            n_h = totals[1] - np.count_nonzero(fold_high)
+            was_known = counts[0, uniq] + counts[1, uniq] > 0
+            v = vocab - int(np.count_nonzero(was_known & (c[0] + c[1] <= 0)))
+            prior = math.log((n_high - fh + 0.5) / (n - n_high - (rows.size - fh) + 0.5))
+        else:
+            n_l, n_h, v = totals[0], totals[1], vocab
+            prior = math.log((n_high + 0.5) / (n - n_high + 0.5))
+        known = c[0] + c[1] > 0
+        a = alpha
+        lr = np.where(known, np.log((c[1] + a) / (n_h + a * v)) - np.log((c[0] + a) / (n_l + a * v)), 0.0)
+        evidence = np.bincount(row_of, weights=lr[inv], minlength=rows.size)
+        n_known = np.bincount(row_of, weights=known[inv].astype(np.float64), minlength=rows.size)
+        scores[fold::k] = normalize_evidence(evidence, n_known, normalize, prior)
+    no_side = np.zeros(n_side)
+    if y.all() or not y.any():
+        logger.debug("Apprentice calibration sample is degenerate; predicting the base rate")
+        return (*flat_sigmoid(y), no_side)
+    # The NB score is standardised (its scale is arbitrary); side features stay in logit units, so that
+    # the L2 penalty keeps a view that barely varies in the sample (one page's logit, say) from getting
+    # a huge weight that swings on the next page.
+    scale = float(np.std(scores)) or 1.0
+    S = side[sample]
+    lr_model = LogisticRegression(C=_STACK_C, solver="newton-cholesky", max_iter=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence chatter on separable samples
+        lr_model.fit(np.column_stack([scores / scale, S]), y)
+    slope = float(lr_model.coef_[0, 0]) / scale
+    side_weights = lr_model.coef_[0, 1:].copy()
+    if slope <= 0:
+        # Held-out evidence does not rank HIGH above LOW: keep NB's order with a
+        # negligible slope rather than invert it.
+        logger.info("Apprentice link-context evidence is not predictive on held-out data (slope %.3g)", slope)
+        if not n_side:
+            return (*flat_sigmoid(y), no_side)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lr_model.fit(S, y)
+        return 1e-6, float(lr_model.intercept_[0]), lr_model.coef_[0].copy()
+    return slope, float(lr_model.intercept_[0]), side_weights
