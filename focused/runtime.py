@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.conf import closest_scrapy_cfg
 
 from focused.errors import ConfigError
-from focused.learning.critic import Topic, UnknownTopicError, Verdict, load_critic
+from focused.learning.critic import ModelError, Topic, UnknownTopicError, Verdict, load_critic
 from focused.learning.online import OnlineApprentice, make_snippet_critic
 from focused.strategies import STRATEGIES, ApprenticeStrategy, Baseline, BreadthFirst, Oracle, Strategy
 
@@ -70,7 +70,10 @@ class CrawlRuntime:
     def __init__(self, settings: BaseSettings) -> None:
         self.settings = settings
         model_path = project_path(settings.get("FOCUSED_CRITIC_MODEL"))
-        self.critic: Any = load_critic(model_path)
+        try:
+            self.critic: Any = load_critic(model_path)
+        except ModelError as exc:  # one line naming the file and what to do
+            raise ConfigError(str(exc)) from exc
         self.model_path = model_path
         spec = settings.get("FOCUSED_TOPIC") or ""
         if not spec.strip():

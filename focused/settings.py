@@ -52,3 +52,6 @@ TELNETCONSOLE_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"
+
+# `scrapy crawl` reports a configuration error (bad topic, seeds, model file) in one line.
+COMMANDS_MODULE = "focused.scrapy_commands"

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
 import pickle
+import subprocess
+import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -328,6 +331,45 @@ def test_crafted_pickles_are_refused_without_running(loader: str, how: str, tmp_
     else:
         assert "allow_pickle=False" in str(error)
     assert not marker.exists()
+
+
+def run_scrapy(*args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "focused", *args, "-s", "FOCUSED_DB="],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+@pytest.mark.parametrize("argument", ["model", "apprentice"])
+def test_a_crawl_refuses_a_crafted_pickle_in_one_line(argument: str, tmp_path: Path) -> None:
+    marker = tmp_path / "pwned"
+    evil = crafted(tmp_path / "evil.joblib", marker, "joblib-compressed")
+    args = ["-a", "topic=course", "-a", "seeds=http://a.test/", "-a", f"{argument}={evil}"]
+    if argument == "apprentice":
+        args += ["-a", f"model={DEFAULT_MODEL}"]
+    proc = run_scrapy(*args)
+    assert proc.returncode == 1, proc.stderr[-3000:]
+    errors = [line for line in proc.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, proc.stderr[-3000:]
+    assert str(evil) in errors[0] and "focused convert-model" in errors[0]
+    assert "Traceback" not in proc.stderr
+    assert not marker.exists()
+
+
+def test_a_crawl_reports_a_corrupt_model_in_one_line(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.npz"
+    bad.write_bytes(DEFAULT_MODEL.read_bytes()[:5000])
+    proc = run_scrapy("-a", "topic=course", "-a", "seeds=http://a.test/", "-a", f"model={bad}")
+    assert proc.returncode == 1
+    errors = [line for line in proc.stderr.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and "corrupt or truncated" in errors[0] and "make models" in errors[0], proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 # ---------------------------------------------------------------------- focused convert-model

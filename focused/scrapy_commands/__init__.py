@@ -1,0 +1,1 @@
+"""Scrapy commands of the project (``COMMANDS_MODULE``): ``crawl`` reports configuration errors in one line."""

@@ -1,0 +1,70 @@
+"""``scrapy crawl``, reporting a configuration error as one line instead of a traceback.
+
+A bad topic, seed list, model file or apprentice file raises
+:class:`~focused.errors.ConfigError` (or a
+:class:`~focused.learning.modelfile.ModelFileError`) while Scrapy builds the
+spider and its components. Scrapy's own command lets the error escape the crawl
+task, and asyncio logs it with a full traceback. This command retrieves the
+error from the task itself and logs its message, which already names the file
+or argument and says what to do; the exit code stays 1. Any other error keeps
+its traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import TYPE_CHECKING, Any
+
+from scrapy.commands.crawl import Command as ScrapyCrawlCommand
+from scrapy.exceptions import UsageError
+from twisted.internet.defer import Deferred
+from twisted.python.failure import Failure
+
+from focused.errors import ConfigError
+from focused.learning.modelfile import ModelFileError
+
+if TYPE_CHECKING:
+    import argparse
+
+logger = logging.getLogger("focused")
+
+#: Errors whose message is the whole story.
+USER_ERRORS = (ConfigError, ModelFileError)
+
+
+class Command(ScrapyCrawlCommand):
+    def run(self, args: list[str], opts: argparse.Namespace) -> None:
+        if len(args) != 1:
+            raise UsageError("give one spider name: scrapy crawl focused -a topic=...")
+        assert self.crawler_process
+        started = self.crawler_process.crawl(self._create_crawler(args[0]), **opts.spargs)
+        report_user_errors(started)
+        self.crawler_process.start()
+        if self.crawler_process.bootstrap_failed:
+            self.exitcode = 1
+
+
+def report_user_errors(started: Any) -> None:
+    """Log a :data:`USER_ERRORS` error of a starting crawl as one line (asyncio task or Deferred)."""
+    if isinstance(started, asyncio.Future):
+        started.add_done_callback(_log_task_error)
+    elif isinstance(started, Deferred):
+        started.addErrback(_log_failure)
+
+
+def _log_task_error(task: asyncio.Future[Any]) -> None:
+    if task.cancelled():
+        return
+    exc = task.exception()  # retrieved here, so asyncio does not log it again
+    if isinstance(exc, USER_ERRORS):
+        logger.error("%s", exc)
+    elif exc is not None:
+        logger.error("the crawl failed to start", exc_info=exc)
+
+
+def _log_failure(failure: Failure) -> Failure | None:
+    if failure.check(*USER_ERRORS):
+        logger.error("%s", failure.value)
+        return None
+    return failure
