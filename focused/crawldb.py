@@ -6,8 +6,13 @@ and the benchmark computes its figures from it.
 
 Writes go through a queue to one writer thread, so the crawler's reactor
 thread never waits on the disk; the writer commits every ``commit_every``
-pages and on :meth:`CrawlDB.close` (WAL journal: a crash loses at most the
-last uncommitted batch, never the file).
+pages, at least every ``commit_seconds`` while pages arrive, and on
+:meth:`CrawlDB.close` (WAL journal: a crash loses at most the last uncommitted
+batch, never the file). :attr:`CrawlDB.submitted` and :attr:`CrawlDB.committed`
+count pages handed to the writer and pages committed, so that the frontier
+acknowledges a fetched URL only once its page is durable. Opening an existing
+database continues it (a resumed crawl): :meth:`CrawlDB.totals` tells where it
+stands.
 
 Schema (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`)::
 
@@ -79,11 +84,18 @@ class CrawlDBError(Exception):
 class CrawlDB:
     """Writer for one crawl database file (see the module docstring)."""
 
-    def __init__(self, path: str | Path, *, commit_every: int = 200, store_html: bool = True) -> None:
+    def __init__(
+        self, path: str | Path, *, commit_every: int = 200, commit_seconds: float = 1.0, store_html: bool = True
+    ) -> None:
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.commit_every = max(1, commit_every)
+        self.commit_seconds = max(0.01, float(commit_seconds))
         self.store_html = store_html
+        #: pages handed to the writer / pages it has committed (the writer thread advances it)
+        self.submitted = 0
+        self.committed = 0
+        self._reader: sqlite3.Connection | None = None
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue()
         self._error: BaseException | None = None
         conn = _connect(self.path)  # fail early, on the caller's thread, if the file is bad
@@ -127,6 +139,30 @@ class CrawlDB:
             blob,
         )
         self._put(("page", (row, list(links))))
+        self.submitted += 1
+
+    def known(self, url: str) -> bool:
+        """Whether a committed row of ``pages`` has ``url`` (a page fetched again after a resume)."""
+        if self._reader is None:
+            self._reader = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
+        return self._reader.execute("SELECT 1 FROM pages WHERE url = ?", (url,)).fetchone() is not None
+
+    def totals(self, threshold: float) -> tuple[int, int, int, float]:
+        """``(pages, last fetch order, relevant pages, sum of relevance)`` committed so far.
+
+        A resumed crawl continues from these (pages count each URL once, a
+        re-fetched page replaces its row).
+        """
+        conn = _connect(self.path)
+        try:
+            row = conn.execute(
+                "SELECT COUNT(*), COALESCE(MAX(fetch_order), 0), COALESCE(SUM(relevance >= ?), 0), "
+                "COALESCE(SUM(relevance), 0.0) FROM pages",
+                (threshold,),
+            ).fetchone()
+        finally:
+            conn.close()
+        return int(row[0]), int(row[1]), int(row[2]), float(row[3])
 
     def _put(self, op: tuple[str, Any]) -> None:
         if self._error is not None:
@@ -135,6 +171,8 @@ class CrawlDB:
 
     def close(self) -> None:
         """Flush everything, commit and stop the writer thread."""
+        if self._reader is not None:
+            self._reader.close()
         self._queue.put(None)
         self._thread.join()
         if self._error is not None:
@@ -143,26 +181,36 @@ class CrawlDB:
     def _run(self) -> None:
         conn = _connect(self.path)
         pending = 0
+        last_commit = time.monotonic()
         try:
             while True:
-                op = self._queue.get()
+                try:
+                    op = self._queue.get(timeout=self.commit_seconds if pending else None)
+                except queue.Empty:
+                    op = ("tick", None)
                 if op is None:
                     break
                 kind, data = op
                 if kind == "meta":
                     conn.executemany("INSERT OR REPLACE INTO crawl VALUES (?, ?)", list(data.items()))
-                else:
+                elif kind == "page":
                     row, links = data
+                    conn.execute("DELETE FROM links WHERE src = ?", (row[0],))  # a re-fetch after a resume
                     conn.execute("INSERT OR REPLACE INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row)
                     conn.executemany(
                         "INSERT INTO links VALUES (?, ?, ?)",
                         [(row[0], dst, i) for i, dst in enumerate(links)],
                     )
                     pending += 1
-                if pending >= self.commit_every or (kind == "meta"):
+                now = time.monotonic()
+                due = pending and now - last_commit >= self.commit_seconds
+                if pending >= self.commit_every or kind == "meta" or due:
                     conn.commit()
+                    self.committed += pending
                     pending = 0
+                    last_commit = now
             conn.commit()
+            self.committed += pending
         except BaseException as exc:  # reported to the crawler thread on its next call
             logger.exception("crawl database writer failed")
             self._error = exc

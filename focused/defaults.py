@@ -41,8 +41,11 @@ FOCUSED_DB = "crawls/{topic}-{strategy}-{time}.sqlite"
 #: Store each page's HTML (zlib-compressed) in the crawl database, so that
 #: link features can be recomputed offline (e.g. to train the apprentice).
 FOCUSED_DB_STORE_HTML = True
-#: Pages buffered before the database writer commits.
+#: Pages buffered before the database writer commits...
 FOCUSED_DB_COMMIT_EVERY = 200
+#: ...or seconds since its last commit, whichever comes first. A fetched URL is
+#: acknowledged in the frontier only once its page is committed.
+FOCUSED_DB_COMMIT_SECONDS = 1.0
 #: Forward HTTP proxy of an offline replay (``focused replay``); empty = live web.
 FOCUSED_REPLAY_PROXY = ""
 #: ``replay`` applies settings for crawling a loopback replay (no delays, no
@@ -84,3 +87,12 @@ FOCUSED_APPRENTICE_ALPHA = 0.1
 #: Only follow links to URLs fetched by an earlier crawl (its crawl database):
 #: the paper's recall crawler (§3.6). ``-a restrict_to=crawl.sqlite``.
 FOCUSED_RESTRICT_TO = ""
+#: Where the frontier (waiting URLs, in-flight leases, the seen-set) lives:
+#: ``auto`` (``sqlite`` with JOBDIR, else ``memory``), ``memory`` or ``sqlite``
+#: (``JOBDIR/frontier.sqlite``, survives kill -9).
+FOCUSED_FRONTIER_STORE = "auto"
+#: A durable store commits every this many operations...
+FOCUSED_FRONTIER_COMMIT_OPS = 1000
+#: ...or this many seconds, whichever comes first: what a kill -9 can lose
+#: (and fetch again after the resume).
+FOCUSED_FRONTIER_COMMIT_SECONDS = 1.0

@@ -1,183 +1,276 @@
-"""A Scrapy scheduler whose frontier is globally best-first and re-scorable.
+"""A Scrapy scheduler whose frontier is globally best-first, re-scorable and durable.
 
 Scrapy's default scheduler keeps one queue per priority value (and, with
 ``DownloaderAwarePriorityQueue``, per domain), cannot change the priority of a
-waiting request, and drops a URL found again by another parent. This scheduler
-wraps :class:`focused.frontier.Frontier` instead:
+waiting request, drops a URL found again by another parent, and with
+``JOBDIR`` loses every waiting request when the process is killed. This
+scheduler keeps its frontier in a :class:`~focused.frontier.store.FrontierStore`:
 
-* one heap over every waiting request, best priority first;
+* one best-first order over every waiting request;
 * a URL found again while waiting merges the new parent's priority
   (``FOCUSED_PARENT_AGGREGATION``) instead of being dropped;
 * other components re-score the waiting requests by sending the
   :data:`focused.signals.rescore_frontier` signal with a ``scorer``;
-* with ``JOBDIR`` the waiting requests, their priorities and payloads are
-  saved on close and restored on open (the dupefilter keeps its own state).
+* the seen-set is the store's, so it cannot disagree with the frontier
+  (``DUPEFILTER_CLASS`` is not used; duplicates are counted in
+  ``dupefilter/filtered`` and logged as Scrapy's dupefilter does);
+* a popped request is *leased*: it stays in the store, in flight, until the
+  engine has fully handled its response (page stored in the crawl database,
+  outlinks scored and enqueued) or given up on it; only then is it
+  acknowledged. With ``JOBDIR`` the store is SQLite
+  (:class:`~focused.frontier.sqlite.SQLiteStore`), so after a crash or a kill
+  every in-flight request goes back to waiting and nothing is lost.
 
 A request may carry a compact payload (for example hashed link features) in
 ``request.meta["focused_payload"]``; the scheduler moves it out of the meta
-into the frontier entry so it is not serialized with every request.
+into the store, as bytes.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import pickle
-import tempfile
+import math
+from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy.http import Request
 from scrapy.utils.job import job_dir
-from scrapy.utils.misc import build_from_crawler, load_object
-from scrapy.utils.request import request_from_dict
+from twisted.internet import task
 
 from focused import signals
-from focused.frontier import Entry, Frontier
+from focused.errors import ConfigError
+from focused.frontier.memory import MemoryStore
+from focused.frontier.payloads import decode_payload, encode_payload
+from focused.frontier.requests import decode_request, encode_request
+from focused.frontier.sqlite import SQLiteStore
+from focused.frontier.store import FrontierStore, Push, PushResult, StoreError
 
 if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
-    from scrapy.dupefilters import BaseDupeFilter
     from scrapy.spiders import Spider
+
+    from focused.crawldb import CrawlDB
 
 logger = logging.getLogger(__name__)
 
 PAYLOAD_META_KEY = "focused_payload"
-STATE_FILE = "focused-frontier.pickle"
-#: Bumped when the saved frontier's layout changes.
-STATE_VERSION = 1
+STORE_FILE = "frontier.sqlite"
+#: The frontier file of focused before the store existed: a pickle, never loaded.
+OLD_STATE_FILE = "focused-frontier.pickle"
+STORES = ("auto", "memory", "sqlite")
 
-#: A re-scoring function: given the waiting requests and, for each, the payloads
-#: of its parents, return each request's new priority (or None to keep it).
-Scorer = Callable[[list[Request], list[list[Any]]], Sequence[int | None]]
+#: A re-scoring function: given, for each waiting request, the payloads of its
+#: parents, return each request's new priority (or None to keep it).
+Scorer = Callable[[list[list[Any]]], Sequence[int | None]]
 
 
 class FocusedScheduler:
-    """Best-first scheduler over a :class:`~focused.frontier.Frontier`."""
+    """Best-first scheduler over a frontier store (see the module docstring)."""
 
-    def __init__(self, crawler: Crawler, dupefilter: BaseDupeFilter, jobdir: str | None = None) -> None:
+    def __init__(self, crawler: Crawler, jobdir: str | None = None) -> None:
         settings = crawler.settings
         self.crawler = crawler
         self.stats = crawler.stats
-        self.df = dupefilter
         self.jobdir = jobdir
-        self.frontier: Frontier[Request] = Frontier(
-            aggregation=settings.get("FOCUSED_PARENT_AGGREGATION", "max"),
-            tiebreak=settings.get("FOCUSED_TIEBREAK", "fifo"),
-            seed=settings.getint("FOCUSED_SEED", 0),
-        )
+        self.debug_duplicates = settings.getbool("DUPEFILTER_DEBUG")
+        self._logged_duplicate = False
+        self.store_name = _store_name(settings.get("FOCUSED_FRONTIER_STORE") or "auto", jobdir)
+        self.commit_seconds = settings.getfloat("FOCUSED_FRONTIER_COMMIT_SECONDS", 1.0)
         self._fingerprint = crawler.request_fingerprinter.fingerprint
-        self._unfiltered = 0
+        self.store: FrontierStore = MemoryStore()  # replaced in open()
         self.spider: Spider | None = None
+        self._leased: dict[Request, str] = {}
+        self._finished: deque[tuple[int, str]] = deque()
+        self._crawldb: CrawlDB | None = None
+        self._timer: task.LoopingCall | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        dupefilter_cls = load_object(crawler.settings["DUPEFILTER_CLASS"])
-        scheduler = cls(crawler, build_from_crawler(dupefilter_cls, crawler), job_dir(crawler.settings))
+        scheduler = cls(crawler, job_dir(crawler.settings))
         crawler.signals.connect(scheduler._on_rescore, signal=signals.rescore_frontier)
+        crawler.signals.connect(scheduler._on_crawldb_opened, signal=signals.crawldb_opened)
         return scheduler
 
     # -- Scrapy scheduler interface -------------------------------------------------
 
-    def open(self, spider: Spider) -> Any:
+    def open(self, spider: Spider) -> None:
         self.spider = spider
+        self.store = self._open_store()
+        self.stats.set_value("focused/frontier/store", self.store_name)
         if self.jobdir:
-            restored = self._load_state()
-            if restored:
-                logger.info("Resuming crawl: %d waiting requests restored from %s", restored, self.jobdir)
-        return self.df.open()
+            requeued = self.store.requeued
+            self.stats.set_value("focused/frontier/requeued", requeued)
+            if len(self.store) or requeued:
+                logger.info(
+                    "Resuming crawl from %s: %d waiting requests (%d were in flight when it stopped and "
+                    "will be fetched again)", self.jobdir, len(self.store), requeued,
+                )  # fmt: skip
+        self._timer = task.LoopingCall(self._tick)
+        self._timer.start(max(0.05, min(self.commit_seconds, 1.0)), now=False)
 
-    def close(self, reason: str) -> Any:
+    def close(self, reason: str) -> None:
+        if self._timer is not None and self._timer.running:
+            self._timer.stop()
+        self._settle()
+        self.store.close()
         if self.jobdir:
-            self._save_state()
-        return self.df.close(reason)
+            logger.info(
+                "Frontier saved in %s: %d waiting, %d in flight; resume with the same JOBDIR",
+                self.jobdir, len(self.store), self.store.in_flight,
+            )  # fmt: skip
 
     def has_pending_requests(self) -> bool:
-        return len(self.frontier) > 0
+        return len(self.store) > 0
 
     def __len__(self) -> int:
-        return len(self.frontier)
+        return len(self.store)
 
     def enqueue_request(self, request: Request) -> bool:
         payload = request.meta.pop(PAYLOAD_META_KEY, None)
+        blob = encode_payload(payload) if payload is not None else None
         if request.dont_filter:
-            self._unfiltered += 1
-            key = f"unfiltered:{self._unfiltered}"
+            n = int(self.store.get_meta("unfiltered", 0)) + 1
+            self.store.set_meta("unfiltered", n)
+            key = f"unfiltered:{n}"
         else:
             key = self._fingerprint(request).hex()
-            if key in self.frontier:
-                self.frontier.push(key, request, request.priority, payload)
-                self.stats.inc_value("focused/frontier/merged")
-                return False
-            if self.df.request_seen(request):
-                if self.spider is not None:
-                    self.df.log(request, self.spider)
-                return False
-        self.frontier.push(key, request, request.priority, payload)
+        result = self.store.push_many([Push(key, request, request.priority, blob)])[0]
+        if result is PushResult.SEEN:
+            self._log_duplicate(request)
+            return False
+        if result is PushResult.MERGED:
+            self.stats.inc_value("focused/frontier/merged")
+            return False
+        size = len(self.store)
         self.stats.inc_value("scheduler/enqueued")
-        self.stats.set_value("focused/frontier/size", len(self.frontier))
-        self.stats.max_value("focused/frontier/max_size", len(self.frontier))
+        self.stats.set_value("focused/frontier/size", size)
+        self.stats.max_value("focused/frontier/max_size", size)
         return True
 
     def next_request(self) -> Request | None:
-        entry = self.frontier.pop()
-        if entry is None:
+        self._settle()
+        popped = self.store.pop_many(1)
+        if not popped:
             return None
-        self.stats.inc_value("scheduler/dequeued")
-        self.stats.set_value("focused/frontier/size", len(self.frontier))
-        request = entry.item
+        entry = popped[0]
+        if entry.attempts > 0:
+            self.stats.inc_value("focused/frontier/refetched")
+        request: Request = entry.item
         request.priority = entry.priority
+        self._leased[request] = entry.key
+        self.stats.inc_value("scheduler/dequeued")
+        self.stats.set_value("focused/frontier/size", len(self.store))
         return request
+
+    def _log_duplicate(self, request: Request) -> None:
+        self.stats.inc_value("dupefilter/filtered")
+        if self.debug_duplicates:
+            logger.debug("Filtered duplicate request: %s", request)
+        elif not self._logged_duplicate:
+            logger.debug("Filtered duplicate request: %s - no more duplicates will be shown", request)
+            self._logged_duplicate = True
+
+    # -- leases ----------------------------------------------------------------------
+
+    def _settle(self) -> None:
+        """Acknowledge the leased requests the engine is done with, once their pages are durable.
+
+        A request is done when the engine no longer holds it (its response went
+        through the spider, the pipelines and our link scoring, or it failed).
+        Its page is durable once the crawl database has committed every page
+        submitted before that moment; then, and only then, is it acknowledged,
+        so after a crash a page is in the crawl database or fetched again.
+        """
+        if self._leased:
+            held = _engine_requests(self.crawler)
+            submitted = self._crawldb.submitted if self._crawldb is not None else 0
+            for request in [r for r in self._leased if held is None or r not in held]:
+                self._finished.append((submitted, self._leased.pop(request)))
+        if self._finished:
+            committed = self._crawldb.committed if self._crawldb is not None else math.inf
+            keys = []
+            while self._finished and self._finished[0][0] <= committed:
+                keys.append(self._finished.popleft()[1])
+            if keys:
+                self.store.ack_many(keys)
+
+    def _tick(self) -> None:
+        self._settle()
+        self.store.maybe_commit()
+
+    def _on_crawldb_opened(self, db: CrawlDB) -> None:
+        self._crawldb = db
 
     # -- re-scoring -------------------------------------------------------------------
 
     def rescore(self, scorer: Scorer) -> int:
         """Re-evaluate every waiting request with ``scorer``; returns how many changed."""
 
-        def score_entries(entries: list[Entry[Request]]) -> Sequence[int | None]:
-            return scorer([e.item for e in entries], [e.payloads for e in entries])
+        def rescorer(blobs: list[list[bytes]]) -> Sequence[int | None]:
+            return scorer([[decode_payload(b) for b in entry] for entry in blobs])
 
-        changed = self.frontier.rescore(score_entries)
-        self.stats.inc_value("focused/frontier/rescored", len(self.frontier))
+        changed = self.store.rescore(rescorer)
+        self.stats.inc_value("focused/frontier/rescored", len(self.store))
         return changed
 
     def _on_rescore(self, scorer: Scorer) -> int:
         return self.rescore(scorer)
 
-    # -- JOBDIR persistence -----------------------------------------------------------
+    # -- the store ---------------------------------------------------------------------
 
-    def _state_path(self) -> Path:
-        assert self.jobdir
-        return Path(self.jobdir, STATE_FILE)
+    def _open_store(self) -> FrontierStore:
+        settings = self.crawler.settings
+        aggregation = settings.get("FOCUSED_PARENT_AGGREGATION", "max")
+        tiebreak = settings.get("FOCUSED_TIEBREAK", "fifo")
+        seed = settings.getint("FOCUSED_SEED", 0)
+        try:
+            if self.store_name == "memory":
+                return MemoryStore(aggregation, tiebreak, seed)
+            assert self.jobdir
+            if Path(self.jobdir, OLD_STATE_FILE).exists():
+                raise ConfigError(
+                    f"JOBDIR {self.jobdir} was written by an older focused (a pickled frontier, which is never "
+                    "loaded): start the crawl with a new JOBDIR"
+                )
+            spider = self.spider
+            return SQLiteStore(
+                Path(self.jobdir, STORE_FILE),
+                encode=lambda request: encode_request(request, spider),
+                decode=lambda text: decode_request(text, spider),
+                aggregation=aggregation,
+                tiebreak=tiebreak,
+                seed=seed,
+                commit_ops=settings.getint("FOCUSED_FRONTIER_COMMIT_OPS", 1000),
+                commit_seconds=self.commit_seconds,
+            )
+        except (StoreError, ValueError) as exc:
+            raise ConfigError(str(exc)) from exc
 
-    def _save_state(self) -> None:
-        spider = self.spider
-        state = {
-            "version": STATE_VERSION,
-            "frontier": self.frontier.state(lambda request: request.to_dict(spider=spider)),
-            "unfiltered": self._unfiltered,
-        }
-        path = self._state_path()
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".frontier-")
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, path)
-        logger.info("Saved %d waiting requests to %s", len(self.frontier), path)
 
-    def _load_state(self) -> int:
-        path = self._state_path()
-        if not path.exists():
-            return 0
-        with path.open("rb") as fh:
-            state = pickle.load(fh)
-        if state.get("version") != STATE_VERSION:
-            raise RuntimeError(f"{path} was written by another version of focused; remove it to start afresh")
-        spider = self.spider
-        self._unfiltered = int(state.get("unfiltered", 0))
-        # The file stays until the next close overwrites it: after a crash the
-        # resumed frontier is still there (at worst a few pages are fetched twice).
-        return self.frontier.restore(state["frontier"], lambda data: request_from_dict(data, spider=spider))
+def _store_name(name: str, jobdir: str | None) -> str:
+    if name not in STORES:
+        raise ConfigError(f"unknown FOCUSED_FRONTIER_STORE {name!r}; valid: {', '.join(STORES)}")
+    if name == "auto":
+        return "sqlite" if jobdir else "memory"
+    if name == "sqlite" and not jobdir:
+        raise ConfigError("FOCUSED_FRONTIER_STORE=sqlite keeps the frontier in JOBDIR: set -s JOBDIR=DIR")
+    return name
+
+
+def _engine_requests(crawler: Crawler) -> set[Request] | None:
+    """The requests the engine is downloading or processing (``None``: unknown, treat all as done).
+
+    Scrapy has no public signal for "this response is fully processed"; its
+    engine keeps the requests in progress in its slot until then (Scrapy 2.13+).
+    """
+    try:
+        engine = crawler.engine
+    except RuntimeError:  # no engine (a scheduler driven by hand, as in tests)
+        return None
+    slot = getattr(engine, "_slot", None)
+    held = getattr(slot, "inprogress", None)
+    return held if isinstance(held, set) else None

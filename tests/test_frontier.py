@@ -77,21 +77,6 @@ def test_rescore_changes_pop_order_and_keeps_payloads():
     assert drain(f) == ["a", "b", "c", "d"]
 
 
-def test_state_round_trip():
-    f = Frontier(aggregation="mean")
-    f.push("a", {"u": "a"}, 3, payload=[1, 2])
-    f.push("b", {"u": "b"}, 8)
-    f.push("a", {"u": "a"}, 5)
-    state = f.state(lambda item: item["u"])
-    g = Frontier(aggregation="mean")
-    assert g.restore(state, lambda data: {"u": data}) == 2
-    first = g.pop()
-    assert first.key == "b" and first.item == {"u": "b"}
-    second = g.pop()
-    assert second.priority == 4 and second.payloads == [[1, 2], None]
-    assert g.pop() is None
-
-
 def test_bad_options_are_rejected():
     with pytest.raises(ValueError, match="aggregation"):
         Frontier(aggregation="median")

@@ -58,33 +58,98 @@ def test_fetched_urls_are_filtered_but_dont_filter_requests_pass():
     assert len(s) == 2
 
 
-def test_rescore_signal_reorders_waiting_requests_using_payloads():
-    crawler, s = make_scheduler()
+@pytest.fixture(params=["memory", "sqlite"])
+def store_dir(request, tmp_path):
+    return None if request.param == "memory" else tmp_path
+
+
+def test_rescore_signal_reorders_waiting_requests_using_payloads(store_dir):
+    crawler, s = make_scheduler(store_dir)
     for i in range(5):
         s.enqueue_request(Request(f"http://x.test/{i}", priority=i, meta={PAYLOAD_META_KEY: {"good": i % 2 == 0}}))
-    # the payload is kept by the frontier, not carried in the request
-    assert all(PAYLOAD_META_KEY not in e.item.meta for e in s.frontier)
 
-    def scorer(requests, payloads):
-        assert len(requests) == len(payloads) == 5
+    def scorer(payloads):
+        assert len(payloads) == 5
         return [100 if p[0]["good"] else 0 for p in payloads]
 
     results = crawler.signals.send_catch_log(signals.rescore_frontier, scorer=scorer)
     assert [r for _, r in results] == [5]  # 0,2,4 went up; 1,3 went down
-    assert drain(s) == [f"http://x.test/{i}" for i in (0, 2, 4, 1, 3)]
+    out = drain(s)
+    assert out == [f"http://x.test/{i}" for i in (0, 2, 4, 1, 3)]
+    s.close("finished")
 
 
-def test_jobdir_round_trip(tmp_path):
+def test_the_payload_leaves_the_request_meta(store_dir):
+    _, s = make_scheduler(store_dir)
+    s.enqueue_request(Request("http://x.test/a", meta={PAYLOAD_META_KEY: [1, 2], "depth": 3}))
+    request = s.next_request()
+    assert PAYLOAD_META_KEY not in request.meta and request.meta["depth"] == 3
+    s.close("finished")
+
+
+def test_jobdir_round_trip_keeps_waiting_requests_payloads_and_the_seen_set(tmp_path):
     _, s = make_scheduler(tmp_path)
-    s.enqueue_request(Request("http://x.test/a", priority=3, meta={PAYLOAD_META_KEY: [1, 2]}))
-    s.enqueue_request(Request("http://x.test/b", priority=8))
+    s.enqueue_request(Request("http://x.test/a", priority=3, meta={PAYLOAD_META_KEY: [1, 2], "k": "v"}))
+    s.enqueue_request(Request("http://x.test/b", priority=8, headers={"X-Test": "é"}))
     assert s.next_request().url == "http://x.test/b"
     s.close("shutdown")
-    _, s2 = make_scheduler(tmp_path)
+    crawler2, s2 = make_scheduler(tmp_path)
     assert len(s2) == 1
-    entry = next(iter(s2.frontier))
-    assert entry.payloads == [[1, 2]] and entry.priority == 3
-    # the fetched URL stays filtered after the resume (the dupefilter's own JOBDIR state)
+    # the fetched URL stays filtered after the resume (the store's seen-set)
     assert s2.enqueue_request(Request("http://x.test/b")) is False
-    assert drain(s2) == ["http://x.test/a"]
+    seen = []
+    crawler2.signals.send_catch_log(signals.rescore_frontier, scorer=lambda p: seen.extend(p) or [None] * len(p))
+    assert seen == [[[1, 2]]]
+    request = s2.next_request()
+    assert (request.url, request.priority, request.meta["k"]) == ("http://x.test/a", 3, "v")
+    assert s2.next_request() is None
     s2.close("finished")
+
+
+def test_a_leased_request_is_acknowledged_only_when_the_engine_is_done(tmp_path):
+    crawler, s = make_scheduler(tmp_path)
+
+    class Slot:
+        def __init__(self):
+            self.inprogress = set()
+
+    class Engine:
+        _slot = Slot()
+
+    crawler.engine = Engine()
+    held = Engine._slot.inprogress
+    s.enqueue_request(Request("http://x.test/a", priority=5))
+    s.enqueue_request(Request("http://x.test/b", priority=1))
+    a = s.next_request()
+    held.add(a)  # what the engine does with a popped request
+    assert s.next_request().url == "http://x.test/b"
+    assert s.store.in_flight == 2  # a is still being handled; b has not been seen done yet
+    s._settle()
+    assert s.store.in_flight == 1
+    held.discard(a)
+    s._settle()
+    assert s.store.in_flight == 0
+    s.store.commit()
+    s.store.close()  # without the scheduler's close: as if killed after the acknowledgements
+    _, s2 = make_scheduler(tmp_path)
+    assert s2.store.requeued == 0 and s2.next_request() is None
+    s2.close("finished")
+
+
+def test_jobdir_with_an_old_pickle_frontier_is_refused_without_loading_it(tmp_path):
+    from focused.errors import ConfigError
+
+    job = tmp_path / "job"
+    job.mkdir()
+    (job / "focused-frontier.pickle").write_bytes(b"not loaded")
+    with pytest.raises(ConfigError, match="older focused"):
+        make_scheduler(tmp_path)
+
+
+def test_unknown_or_impossible_store_settings_are_config_errors():
+    from focused.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="valid: auto, memory, sqlite"):
+        make_scheduler(FOCUSED_FRONTIER_STORE="redis-ish")
+    with pytest.raises(ConfigError, match="JOBDIR"):
+        make_scheduler(FOCUSED_FRONTIER_STORE="sqlite")

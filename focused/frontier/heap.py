@@ -1,6 +1,6 @@
-"""A best-first crawl frontier that can merge parents and re-score waiting URLs.
+"""An in-memory best-first heap that can merge parents and re-score waiting URLs.
 
-Scrapy-free: the crawler's scheduler (:mod:`focused.scheduler`) wraps it. A
+Scrapy-free: :class:`focused.frontier.memory.MemoryStore` wraps it. A
 waiting URL is one entry, keyed by its request fingerprint, holding an opaque
 item (the request), its integer priority and an optional payload per parent
 (for example the compact link features the apprentice re-scores from).
@@ -152,25 +152,7 @@ class Frontier(Generic[T]):
         self._heap = heap
         return changed
 
-    def state(self, encode: Callable[[T], Any]) -> dict[str, Any]:
-        """A picklable snapshot, with each item turned into data by ``encode``."""
-        return {
-            "aggregation": self.aggregation,
-            "tiebreak": self.tiebreak,
-            "counter": self._counter,
-            "merged": self.merged,
-            "entries": [
-                (e.key, encode(e.item), e.priority, e.tie, e.parent_priorities, e.payloads)
-                for e in self._entries.values()
-            ],
-        }
-
-    def restore(self, state: dict[str, Any], decode: Callable[[Any], T]) -> int:
-        """Load a snapshot made by :meth:`state`; returns the number of entries."""
-        self._counter = max(self._counter, int(state.get("counter", 0)))
-        self.merged = int(state.get("merged", 0))
-        for key, data, priority, tie, parents, payloads in state["entries"]:
-            entry = Entry(key, decode(data), int(priority), float(tie), list(parents), list(payloads))
-            self._entries[key] = entry
-            self._heap_push(entry)
-        return len(state["entries"])
+    def restore_entry(self, entry: Entry[T]) -> None:
+        """Put a popped entry back, with its priority, tie and parents."""
+        self._entries[entry.key] = entry
+        self._heap_push(entry)

@@ -1,0 +1,85 @@
+"""The in-memory frontier store: a heap, for crawls without ``JOBDIR``.
+
+Nothing survives the process: use :class:`~focused.frontier.sqlite.SQLiteStore`
+(the default whenever ``JOBDIR`` is set) for crawls that must survive a kill.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from focused.frontier.heap import Entry, Frontier
+from focused.frontier.store import Popped, Push, PushResult, Rescorer
+
+
+class MemoryStore:
+    """:class:`~focused.frontier.store.FrontierStore` on :class:`~focused.frontier.heap.Frontier`."""
+
+    requeued = 0
+
+    def __init__(self, aggregation: str = "max", tiebreak: str = "fifo", seed: int = 0) -> None:
+        self.heap: Frontier[Any] = Frontier(aggregation=aggregation, tiebreak=tiebreak, seed=seed)
+        self.aggregation = aggregation
+        self._seen: set[str] = set()
+        self._leased: dict[str, Entry[Any]] = {}
+        self._meta: dict[str, Any] = {}
+
+    def push_many(self, pushes: Sequence[Push]) -> list[PushResult]:
+        results = []
+        for push in pushes:
+            if push.key in self.heap:
+                self.heap.push(push.key, push.item, push.priority, push.payload)
+                results.append(PushResult.MERGED)
+            elif push.key in self._seen:
+                results.append(PushResult.SEEN)
+            else:
+                self._seen.add(push.key)
+                self.heap.push(push.key, push.item, push.priority, push.payload)
+                results.append(PushResult.NEW)
+        return results
+
+    def pop_many(self, n: int = 1) -> list[Popped]:
+        out: list[Popped] = []
+        while len(out) < n and (entry := self.heap.pop()) is not None:
+            self._leased[entry.key] = entry
+            out.append(Popped(entry.key, entry.item, entry.priority))
+        return out
+
+    def ack_many(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            self._leased.pop(key, None)
+
+    def give_back_many(self, keys: Iterable[str]) -> None:
+        for key in keys:
+            entry = self._leased.pop(key, None)
+            if entry is not None:
+                self.heap.restore_entry(entry)
+
+    def rescore(self, rescorer: Rescorer) -> int:
+        return self.heap.rescore(lambda entries: rescorer([[p for p in e.payloads if p is not None] for e in entries]))
+
+    def seen(self, key: str) -> bool:
+        return key in self._seen
+
+    def __len__(self) -> int:
+        return len(self.heap)
+
+    @property
+    def in_flight(self) -> int:
+        return len(self._leased)
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        return self._meta.get(key, default)
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self._meta[key] = value
+
+    def commit(self) -> None:
+        pass
+
+    def maybe_commit(self) -> None:
+        pass
+
+    def close(self) -> None:
+        pass

@@ -1,0 +1,351 @@
+"""The durable frontier store: embedded SQLite (stdlib ``sqlite3``, WAL journal).
+
+One table holds every URL the crawl accepted, waiting, in flight or done
+(:mod:`focused.frontier.store`), so the frontier and the seen-set are written
+in the same transactions and can never disagree. Operations run on the
+caller's thread inside an open transaction that is committed every
+``commit_ops`` operations or ``commit_seconds`` seconds (:meth:`maybe_commit`),
+so a ``kill -9`` loses at most the last uncommitted batch, and because
+operations are committed in the order they happened, what survives is always a
+state the crawl was really in: a page acknowledged as done has its outlinks in
+the store too.
+
+Commits do not wait for the disk (``synchronous=NORMAL``: a process crash loses
+nothing committed; a power cut may lose the last commits); the fsyncs happen in
+WAL checkpoints, which a background thread runs on its own connection so that
+the crawler's thread never blocks on them.
+
+Schema (``meta`` holds ``format``, ``format_version``, the tie counter and
+whatever the crawl keeps with its frontier)::
+
+    meta(key TEXT PRIMARY KEY, value TEXT)                   -- JSON values
+    urls(key TEXT UNIQUE, state INTEGER,                      -- 0 waiting, 1 in flight, 2 done
+         priority INTEGER, tie REAL,                          -- pop order: priority desc, tie asc
+         p_first, p_n, p_sum, p_max INTEGER,                  -- the parents' priorities, for merging
+         attempts INTEGER,                                    -- times popped (> 1: re-fetched after a resume)
+         item TEXT, payloads BLOB)                            -- request JSON, framed payloads; NULL once done
+"""
+
+from __future__ import annotations
+
+import fcntl
+import json
+import logging
+import os
+import sqlite3
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from pathlib import Path
+from typing import Any
+
+from focused.frontier.store import (
+    Popped,
+    Push,
+    PushResult,
+    Rescorer,
+    StoreError,
+    check_options,
+    combine,
+    frame,
+    tie_value,
+    unframe,
+)
+
+logger = logging.getLogger(__name__)
+
+FORMAT = "focused.frontier"
+FORMAT_VERSION = 1
+WAITING, IN_FLIGHT, DONE = 0, 1, 2
+#: waiting entries re-scored per SQL round trip
+RESCORE_CHUNK = 10_000
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS urls (
+    key TEXT NOT NULL UNIQUE, state INTEGER NOT NULL, priority INTEGER NOT NULL, tie REAL NOT NULL,
+    p_first INTEGER NOT NULL, p_n INTEGER NOT NULL, p_sum INTEGER NOT NULL, p_max INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0, item TEXT, payloads BLOB
+);
+CREATE INDEX IF NOT EXISTS urls_waiting ON urls(priority DESC, tie) WHERE state = 0;
+CREATE INDEX IF NOT EXISTS urls_in_flight ON urls(state) WHERE state = 1;
+"""
+
+
+class SQLiteStore:
+    """:class:`~focused.frontier.store.FrontierStore` in one SQLite file (see the module docstring).
+
+    ``encode``/``decode`` turn the opaque items (requests) into text and back.
+    Opening a store takes an exclusive lock on ``<path>.lock``: two crawls
+    cannot share one store. In-flight entries of an earlier process go back to
+    waiting (:attr:`requeued`).
+    """
+
+    def __init__(
+        self,
+        path: str | Path,
+        *,
+        encode: Callable[[Any], str],
+        decode: Callable[[str], Any],
+        aggregation: str = "max",
+        tiebreak: str = "fifo",
+        seed: int = 0,
+        commit_ops: int = 1000,
+        commit_seconds: float = 1.0,
+        checkpoint_seconds: float = 5.0,
+    ) -> None:
+        check_options(aggregation, tiebreak)
+        self.path = Path(path)
+        self.aggregation = aggregation
+        self.tiebreak = tiebreak
+        self.seed = int(seed)
+        self.encode = encode
+        self.decode = decode
+        self.commit_ops = max(1, int(commit_ops))
+        self.commit_seconds = float(commit_seconds)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._lock_fh = _lock(self.path)
+        try:
+            self.conn = _open(self.path)
+        except BaseException:
+            self._lock_fh.close()
+            raise
+        self._meta: dict[str, Any] = {k: json.loads(v) for k, v in self.conn.execute("SELECT key, value FROM meta")}
+        self._dirty: set[str] = set()
+        self._counter = int(self._meta.get("counter", 0))
+        self._in_txn = False
+        self._ops = 0
+        self._last_commit = time.monotonic()
+        self._begin()
+        self.requeued = self.conn.execute("UPDATE urls SET state = 0 WHERE state = 1").rowcount
+        self._waiting = self.conn.execute("SELECT COUNT(*) FROM urls WHERE state = 0").fetchone()[0]
+        self._in_flight = 0
+        self.commit()
+        self._stop = threading.Event()
+        self._checkpointer = threading.Thread(
+            target=self._checkpoint_loop, args=(checkpoint_seconds,), name="focused-frontier-wal", daemon=True
+        )
+        self._checkpointer.start()
+
+    # -- transactions -------------------------------------------------------------------
+
+    def _begin(self) -> None:
+        if not self._in_txn:
+            self.conn.execute("BEGIN")
+            self._in_txn = True
+
+    def commit(self) -> None:
+        if self._dirty:
+            self.conn.executemany(
+                "INSERT OR REPLACE INTO meta VALUES (?, ?)", [(k, json.dumps(self._meta[k])) for k in self._dirty]
+            )
+            self._dirty.clear()
+        if self._in_txn:
+            self.conn.execute("COMMIT")
+            self._in_txn = False
+        self._ops = 0
+        self._last_commit = time.monotonic()
+
+    def maybe_commit(self) -> None:
+        if self._ops and (self._ops >= self.commit_ops or time.monotonic() - self._last_commit >= self.commit_seconds):
+            self.commit()
+
+    def _wrote(self, n: int) -> None:
+        self._ops += n
+        self.maybe_commit()
+        self._begin()
+
+    # -- the store interface ------------------------------------------------------------
+
+    def push_many(self, pushes: Sequence[Push]) -> list[PushResult]:
+        self._begin()
+        conn = self.conn
+        results = []
+        for push in pushes:
+            row = conn.execute(
+                "SELECT rowid, state, p_first, p_n, p_sum, p_max, payloads FROM urls WHERE key = ?", (push.key,)
+            ).fetchone()
+            priority = int(push.priority)
+            payload = frame([push.payload]) if push.payload is not None else None
+            if row is None:
+                tie = tie_value(self.tiebreak, self.seed, self._counter)
+                self._counter += 1
+                conn.execute(
+                    "INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max, item, payloads) "
+                    "VALUES (?, 0, ?, ?, ?, 1, ?, ?, ?, ?)",
+                    (push.key, priority, tie, priority, priority, priority, self.encode(push.item), payload),
+                )
+                self._waiting += 1
+                results.append(PushResult.NEW)
+            elif row[1] == WAITING:
+                rowid, _, first, n, total, best, payloads = row
+                n, total, best = n + 1, total + priority, max(best, priority)
+                if payload is not None:
+                    payloads = (payloads or b"") + payload
+                conn.execute(
+                    "UPDATE urls SET priority = ?, p_n = ?, p_sum = ?, p_max = ?, payloads = ? WHERE rowid = ?",
+                    (combine(self.aggregation, first, n, total, best), n, total, best, payloads, rowid),
+                )
+                results.append(PushResult.MERGED)
+            else:
+                results.append(PushResult.SEEN)
+        self._meta["counter"] = self._counter
+        self._dirty.add("counter")
+        self._wrote(len(pushes))
+        return results
+
+    def pop_many(self, n: int = 1) -> list[Popped]:
+        self._begin()
+        rows = self.conn.execute(
+            "SELECT rowid, key, item, priority, attempts FROM urls WHERE state = 0 ORDER BY priority DESC, tie LIMIT ?",
+            (n,),
+        ).fetchall()
+        if not rows:
+            return []
+        self.conn.executemany(
+            "UPDATE urls SET state = 1, attempts = attempts + 1 WHERE rowid = ?", [(r[0],) for r in rows]
+        )
+        self._waiting -= len(rows)
+        self._in_flight += len(rows)
+        self._wrote(len(rows))
+        return [Popped(key, self.decode(item), priority, attempts) for _, key, item, priority, attempts in rows]
+
+    def ack_many(self, keys: Iterable[str]) -> None:
+        self._settle(keys, "UPDATE urls SET state = 2, item = NULL, payloads = NULL WHERE key = ? AND state = 1")
+
+    def give_back_many(self, keys: Iterable[str]) -> None:
+        n = self._settle(keys, "UPDATE urls SET state = 0 WHERE key = ? AND state = 1")
+        self._waiting += n
+
+    def _settle(self, keys: Iterable[str], sql: str) -> int:
+        self._begin()
+        n = self.conn.executemany(sql, [(k,) for k in keys]).rowcount
+        self._in_flight -= n
+        self._wrote(n)
+        return n
+
+    def rescore(self, rescorer: Rescorer) -> int:
+        """Re-score waiting entries in chunks of :data:`RESCORE_CHUNK` (bounded memory), by rowid."""
+        self._begin()
+        changed = 0
+        last = 0
+        while True:
+            rows = self.conn.execute(
+                "SELECT rowid, priority, payloads FROM urls WHERE rowid > ? AND state = 0 AND payloads IS NOT NULL "
+                "ORDER BY rowid LIMIT ?",
+                (last, RESCORE_CHUNK),
+            ).fetchall()
+            if not rows:
+                break
+            last = rows[-1][0]
+            new = rescorer([unframe(r[2]) for r in rows])
+            if len(new) != len(rows):
+                raise ValueError(f"rescorer returned {len(new)} priorities for {len(rows)} entries")
+            updates = [(int(p), r[0]) for r, p in zip(rows, new, strict=True) if p is not None and int(p) != r[1]]
+            self.conn.executemany("UPDATE urls SET priority = ? WHERE rowid = ?", updates)
+            changed += len(updates)
+        self._wrote(changed)
+        return changed
+
+    def seen(self, key: str) -> bool:
+        return self.conn.execute("SELECT 1 FROM urls WHERE key = ?", (key,)).fetchone() is not None
+
+    def __len__(self) -> int:
+        return self._waiting
+
+    @property
+    def in_flight(self) -> int:
+        return self._in_flight
+
+    def count(self, state: int) -> int:
+        """Entries in ``state`` (:data:`WAITING`, :data:`IN_FLIGHT`, :data:`DONE`), counted in the file."""
+        return self.conn.execute("SELECT COUNT(*) FROM urls WHERE state = ?", (state,)).fetchone()[0]
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        return self._meta.get(key, default)
+
+    def set_meta(self, key: str, value: Any) -> None:
+        json.dumps(value)  # fail here, not at commit time
+        self._meta[key] = value
+        self._dirty.add(key)
+
+    def close(self) -> None:
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        self._checkpointer.join()
+        try:
+            self.commit()
+            self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            self.conn.close()
+        finally:
+            self._lock_fh.close()
+
+    def _checkpoint_loop(self, every: float) -> None:
+        """Copy the WAL into the database (with its fsyncs) off the crawler's thread."""
+        conn = sqlite3.connect(self.path, timeout=0.5, check_same_thread=False)
+        try:
+            while not self._stop.wait(every):
+                try:
+                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                except sqlite3.OperationalError as exc:  # busy: try again next time
+                    logger.debug("frontier WAL checkpoint skipped: %s", exc)
+        finally:
+            conn.close()
+
+
+def _lock(path: Path) -> Any:
+    """An exclusive lock on ``<path>.lock`` for this process's lifetime (released on exit, even by a kill)."""
+    fh = open(f"{path}.lock", "a+")  # noqa: SIM115  (held until close())
+    try:
+        fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        fh.close()
+        raise StoreError(f"{path} is in use by another crawl; stop it first, or use another JOBDIR") from None
+    fh.seek(0)
+    fh.truncate()
+    fh.write(f"{os.getpid()}\n")
+    fh.flush()
+    return fh
+
+
+def _open(path: Path) -> sqlite3.Connection:
+    """Open (or create) a store file; :class:`StoreError` with what to do if it is not a usable one."""
+    existed = path.exists() and path.stat().st_size > 0
+    hint = f"move {path} away to start this crawl afresh"
+    try:
+        conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open the frontier store ({exc})") from exc
+    try:
+        if existed:  # validate before anything writes to the file
+            check = conn.execute("PRAGMA quick_check").fetchone()[0]
+            if check != "ok":
+                raise StoreError(f"{path}: the frontier store is damaged ({check}); {hint}")
+            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            if not {"meta", "urls"} <= tables:
+                raise StoreError(f"{path} is an SQLite file but not a frontier store; {hint}")
+            meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('format', 'format_version')"))
+            if meta.get("format") != json.dumps(FORMAT):
+                raise StoreError(f"{path} is not a frontier store; {hint}")
+            if meta.get("format_version") != json.dumps(FORMAT_VERSION):
+                raise StoreError(
+                    f"{path} is a frontier store of format version {meta.get('format_version')}, this focused "
+                    f"reads version {FORMAT_VERSION}; resume it with the focused that wrote it, or {hint}"
+                )
+        conn.execute("PRAGMA journal_mode=WAL").fetchone()
+        conn.execute("PRAGMA synchronous=NORMAL")
+        conn.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run in SQLiteStore's thread
+        if not existed:
+            conn.executescript(_SCHEMA)
+            conn.executemany(
+                "INSERT INTO meta VALUES (?, ?)",
+                [("format", json.dumps(FORMAT)), ("format_version", json.dumps(FORMAT_VERSION))],
+            )
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise StoreError(f"{path} is not a usable frontier store ({exc}); {hint}") from exc
+    except StoreError:
+        conn.close()
+        raise
+    return conn

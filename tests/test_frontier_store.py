@@ -1,0 +1,280 @@
+"""One behaviour suite for every frontier store backend, plus what only a durable store does."""
+
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+
+from focused.frontier.memory import MemoryStore
+from focused.frontier.sqlite import SQLiteStore
+from focused.frontier.store import Push, PushResult, StoreError, frame, unframe
+
+
+def make_sqlite(path, **kw):
+    return SQLiteStore(path, encode=json.dumps, decode=json.loads, **kw)
+
+
+@pytest.fixture(params=["memory", "sqlite"])
+def make(request, tmp_path):
+    opened = []
+
+    def factory(**kw):
+        store = MemoryStore(**kw) if request.param == "memory" else make_sqlite(tmp_path / "f.sqlite", **kw)
+        opened.append(store)
+        return store
+
+    yield factory
+    for store in opened:
+        store.close()
+
+
+def push(store, key, priority, payload=None):
+    return store.push_many([Push(key, {"url": key}, priority, payload)])[0]
+
+
+def drain(store):
+    out = []
+    while popped := store.pop_many(1):
+        out.append(popped[0].key)
+        store.ack_many([popped[0].key])
+    return out
+
+
+def test_best_first_with_fifo_ties(make):
+    s = make()
+    for key, prio in [("a", 1), ("b", 5), ("c", 5), ("d", 3)]:
+        assert push(s, key, prio) is PushResult.NEW
+    assert len(s) == 4
+    assert drain(s) == ["b", "c", "d", "a"]
+    assert len(s) == 0 and s.in_flight == 0
+
+
+def test_random_ties_are_seeded(make):
+    orders = []
+    for seed in (1, 2):
+        s = make(tiebreak="random", seed=seed)
+        for i in range(30):
+            push(s, f"{seed}-{i}", 7)
+        orders.append([k.split("-")[1] for k in drain(s)])
+        s.close()
+    assert orders[0] != orders[1]
+    assert sorted(orders[0], key=int) == [str(i) for i in range(30)]
+
+
+@pytest.mark.parametrize(("aggregation", "expected"), [("first", 10), ("max", 90), ("mean", 50)])
+def test_parent_merge(make, aggregation, expected):
+    s = make(aggregation=aggregation)
+    assert push(s, "x", 10, b"p1") is PushResult.NEW
+    assert push(s, "x", 90, b"p2") is PushResult.MERGED
+    assert push(s, "x", 50) is PushResult.MERGED
+    push(s, "y", 49)
+    assert len(s) == 2
+    popped = s.pop_many(2)
+    assert [p.key for p in popped] == (["x", "y"] if expected > 49 else ["y", "x"])
+    assert {p.key: p.priority for p in popped}["x"] == expected
+
+
+def test_seen_lease_ack_and_give_back(make):
+    s = make()
+    push(s, "a", 5)
+    push(s, "b", 1)
+    (a,) = s.pop_many(1)
+    assert a.key == "a" and a.item == {"url": "a"} and s.in_flight == 1 and len(s) == 1
+    assert s.seen("a") and s.seen("b") and not s.seen("c")
+    assert push(s, "a", 9) is PushResult.SEEN  # in flight: not merged, not re-added
+    s.give_back_many(["a"])
+    assert s.in_flight == 0 and len(s) == 2
+    assert [p.key for p in s.pop_many(5)] == ["a", "b"]
+    s.ack_many(["a", "b"])
+    assert s.in_flight == 0 and len(s) == 0
+    assert push(s, "a", 9) is PushResult.SEEN  # done: the seen-set keeps it
+    assert s.pop_many(1) == []
+
+
+def test_rescore_from_payloads(make):
+    s = make()
+    for i, key in enumerate("abcd"):
+        push(s, key, i, payload=key.encode())
+    push(s, "e", 2)  # no payload: kept as it is
+    push(s, "a", 1, payload=b"z")  # a second parent
+    seen = []
+
+    def rescorer(payloads):
+        seen.extend(payloads)
+        return [{b"a": 100, b"b": None}.get(p[0], 0) if p else None for p in payloads]
+
+    assert s.rescore(rescorer) == 3  # a: 1->100, c: 2->0, d: 3->0; b kept
+    assert sorted(p for p in seen if p) == [[b"a", b"z"], [b"b"], [b"c"], [b"d"]]
+    assert drain(s) == ["a", "e", "b", "c", "d"]
+
+
+def test_rescore_rejects_a_wrong_number_of_priorities(make):
+    s = make()
+    push(s, "a", 1, b"x")
+    with pytest.raises(ValueError, match="priorities"):
+        s.rescore(lambda payloads: [])
+
+
+def test_meta_round_trip(make):
+    s = make()
+    s.set_meta("unfiltered", 3)
+    assert s.get_meta("unfiltered") == 3 and s.get_meta("nope", 7) == 7
+
+
+def test_frames_round_trip_and_damage_is_detected():
+    parts = [b"", b"abc", bytes(range(256))]
+    assert unframe(frame(parts)) == parts
+    assert unframe(None) == []
+    with pytest.raises(ValueError):
+        unframe(frame(parts)[:-1])
+
+
+# -- the durable store ---------------------------------------------------------------------
+
+
+def test_sqlite_store_survives_reopening_with_leases_returned(tmp_path):
+    path = tmp_path / "f.sqlite"
+    s = make_sqlite(path)
+    for i in range(5):
+        push(s, f"k{i}", i, payload=bytes([i]))
+    s.set_meta("note", {"x": 1})
+    done, leased = s.pop_many(2)
+    s.ack_many([done.key])
+    s.close()
+    s = make_sqlite(path)
+    assert s.requeued == 1 and len(s) == 4 and s.in_flight == 0
+    assert s.get_meta("note") == {"x": 1}
+    assert push(s, done.key, 99) is PushResult.SEEN
+    first = s.pop_many(1)[0]
+    assert (first.key, first.attempts) == (leased.key, 1)  # popped once before: a re-fetch
+    assert push(s, "new", 0) is PushResult.NEW
+    assert [p.attempts for p in s.pop_many(10)] == [0, 0, 0, 0]
+    s.close()
+
+
+def test_sqlite_store_commits_in_batches(tmp_path):
+    path = tmp_path / "f.sqlite"
+    s = make_sqlite(path, commit_ops=3, commit_seconds=3600)
+
+    def committed():
+        conn = sqlite3.connect(path)
+        try:
+            return conn.execute("SELECT COUNT(*) FROM urls").fetchone()[0]
+        finally:
+            conn.close()
+
+    push(s, "a", 1)
+    push(s, "b", 1)
+    assert committed() == 0  # still in the open transaction
+    push(s, "c", 1)
+    assert committed() == 3
+    push(s, "d", 1)
+    s.commit()
+    assert committed() == 4
+    s.close()
+
+
+KILLED_WRITER = """
+import json, os, sys
+from focused.frontier.sqlite import SQLiteStore
+from focused.frontier.store import Push
+s = SQLiteStore(sys.argv[1], encode=json.dumps, decode=json.loads, commit_ops=10, commit_seconds=3600)
+for i in range(25):
+    s.push_many([Push(f"k{i}", i, i)])
+    if i == 21:
+        s.pop_many(1)
+        s.commit()
+print("ready", flush=True)
+os.kill(os.getpid(), 9)
+"""
+
+
+def test_sqlite_store_after_kill_9_has_every_committed_url(tmp_path):
+    path = tmp_path / "f.sqlite"
+    proc = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(path)], capture_output=True, text=True)
+    assert proc.returncode == -9 and "ready" in proc.stdout, proc.stderr
+    s = make_sqlite(path)
+    # 22 pushes committed with the pop; the last 3 were in the open transaction
+    assert s.requeued == 1 and len(s) == 22
+    assert s.seen("k21") and not s.seen("k22")
+    assert s.pop_many(1)[0].key == "k21"
+    s.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    conn.close()
+
+
+def test_a_second_process_cannot_open_the_same_store(tmp_path):
+    path = tmp_path / "f.sqlite"
+    s = make_sqlite(path)
+    code = (
+        "import json; from focused.frontier.sqlite import SQLiteStore; "
+        f"SQLiteStore({str(path)!r}, encode=json.dumps, decode=json.loads)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert proc.returncode != 0 and "in use by another crawl" in proc.stderr
+    s.close()
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated", "other_sqlite", "future_version"])
+def test_a_bad_store_file_is_refused_with_one_clear_message(tmp_path, damage):
+    path = tmp_path / "f.sqlite"
+    if damage == "garbage":
+        path.write_bytes(os.urandom(5000))
+    elif damage == "other_sqlite":
+        conn = sqlite3.connect(path)
+        conn.execute("CREATE TABLE t (x)")
+        conn.commit()
+        conn.close()
+    else:
+        s = make_sqlite(path)
+        for i in range(2000):
+            push(s, f"key-{i}", i, payload=os.urandom(64))
+        if damage == "future_version":
+            s.set_meta("format_version", 99)
+        s.close()
+        if damage == "truncated":
+            data = path.read_bytes()
+            path.write_bytes(data[: len(data) // 2])
+    before = path.read_bytes()
+    with pytest.raises(StoreError) as info:
+        make_sqlite(path)
+    message = str(info.value)
+    assert str(path) in message and "\n" not in message
+    assert ("version 99" in message) if damage == "future_version" else ("afresh" in message)
+    assert path.read_bytes() == before  # nothing overwritten
+
+
+def test_rescore_of_many_entries_is_chunked(tmp_path, monkeypatch):
+    import focused.frontier.sqlite as sqlite_store
+
+    monkeypatch.setattr(sqlite_store, "RESCORE_CHUNK", 7)
+    s = make_sqlite(tmp_path / "f.sqlite")
+    for i in range(50):
+        push(s, f"k{i:02d}", 0, payload=bytes([i]))
+    calls = []
+
+    def rescorer(payloads):
+        calls.append(len(payloads))
+        return [p[0][0] for p in payloads]
+
+    assert s.rescore(rescorer) == 49
+    assert sum(calls) == 50 and max(calls) == 7
+    assert [p.key for p in s.pop_many(3)] == ["k49", "k48", "k47"]
+    s.close()
+
+
+def test_checkpointer_runs_off_the_callers_thread(tmp_path):
+    s = make_sqlite(tmp_path / "f.sqlite", checkpoint_seconds=0.05)
+    for i in range(200):
+        push(s, f"k{i}", i, payload=os.urandom(200))
+    s.commit()
+    time.sleep(0.3)
+    s.close()
+    assert not os.path.exists(f"{tmp_path / 'f.sqlite'}-wal") or os.path.getsize(f"{tmp_path / 'f.sqlite'}-wal") == 0
