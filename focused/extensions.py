@@ -36,8 +36,8 @@ class HarvestMonitor:
         self.crawler = crawler
         self.log_every = log_every
         self.max_pages = max_pages
-        self.total = 0.0
         self.window = 0.0
+        self.window_n = 0
         self._closing: Any = None
 
     @classmethod
@@ -48,28 +48,38 @@ class HarvestMonitor:
             raise NotConfigured
         ext = cls(crawler, log_every, max_pages)
         crawler.signals.connect(ext.page_labelled, signal=signals.page_labelled)
+        crawler.signals.connect(ext.spider_opened, signal=scrapy_signals.spider_opened)
         return ext
 
+    def spider_opened(self) -> None:
+        """A resumed crawl that had already reached its budget stops at once."""
+        pages = self.crawler.stats.get_value("focused/pages", 0)
+        if self.max_pages and pages >= self.max_pages:
+            self._close(pages)
+
+    def _close(self, pages: int) -> None:
+        logger.info("Page budget reached (%d of %d pages): closing the spider", pages, self.max_pages)
+        self._closing = deferred_from_coro(self.crawler.engine.close_spider_async(reason="focused_max_pages"))
+
     def page_labelled(self, page: LabelledPage) -> None:
-        self.total += page.relevance
         self.window += page.relevance
-        n = page.fetch_order
+        self.window_n += 1
+        n = page.pages  # all runs of a resumed crawl
         if self.log_every > 0 and n % self.log_every == 0:
             stats = self.crawler.stats
-            harvest = self.total / n
+            harvest = page.harvest
             logger.info(
                 "pages=%d harvest=%.3f loss=%.3f recent_harvest=%.3f relevant=%s frontier=%s",
                 n,
                 harvest,
                 1.0 - harvest,
-                self.window / self.log_every,
+                self.window / self.window_n,
                 stats.get_value("focused/relevant_pages"),
                 stats.get_value("focused/frontier/size", "?"),
             )
-            self.window = 0.0
+            self.window, self.window_n = 0.0, 0
         if self.max_pages and n >= self.max_pages and self._closing is None:
-            logger.info("Page budget reached (%d pages): closing the spider", self.max_pages)
-            self._closing = deferred_from_coro(self.crawler.engine.close_spider_async(reason="focused_max_pages"))
+            self._close(n)
 
 
 class StatsFile:

@@ -4,16 +4,16 @@ On every labelled page it tells the apprentice (new training instances); when a
 batch of ``FOCUSED_APPRENTICE_BATCH`` pages is complete it trains in a thread
 (``deferToThread``) while the crawl goes on with the frozen model, then swaps
 the new model in and re-scores every waiting URL through the scheduler
-(:data:`focused.signals.rescore_frontier`). With ``JOBDIR`` the learner and the
-pending links are saved on close and restored on start.
+(:data:`focused.signals.rescore_frontier`). With ``JOBDIR`` the apprentice
+(learner, current model, pending links) is checkpointed after every batch, in
+the training thread, and on close (:mod:`focused.learning.checkpoint`, no
+pickle); a resumed crawl restores the last checkpoint and re-scores the
+waiting URLs with its model, so a kill costs at most one batch of learning.
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import pickle
-import tempfile
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -25,7 +25,9 @@ from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
 from focused import signals
-from focused.learning.apprentice import Apprentice, ApprenticeModel
+from focused.errors import ConfigError
+from focused.learning.apprentice import ApprenticeModel
+from focused.learning.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from focused.runtime import CrawlRuntime
 from focused.strategies import ApprenticeStrategy
 
@@ -33,15 +35,15 @@ if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
-    from scrapy.http import Request
     from twisted.python.failure import Failure
 
     from focused.pipelines import LabelledPage
 
 logger = logging.getLogger(__name__)
 
-LEARNER_FILE = "apprentice.joblib"
-STATE_FILE = "apprentice-state.pickle"
+CHECKPOINT_DIR = "apprentice"
+#: What focused wrote before checkpoints existed (pickles): never loaded.
+OLD_FILES = ("apprentice-state.pickle", "apprentice.joblib")
 
 
 class RelevanceFeedback:
@@ -51,7 +53,10 @@ class RelevanceFeedback:
         self.crawler = crawler
         self.stats = crawler.stats
         self.online = strategy.online
-        self.jobdir = job_dir(crawler.settings)
+        jobdir = job_dir(crawler.settings)
+        self.checkpoints = Path(jobdir, CHECKPOINT_DIR) if jobdir and self.online.learn else None
+        self.resumed = False
+        self.closing = False
         self.training = False
         self._in_flight: Deferred[Any] | None = None
         self.switched_in_at: int | None = None
@@ -63,16 +68,20 @@ class RelevanceFeedback:
         if not isinstance(strategy, ApprenticeStrategy):
             raise NotConfigured
         ext = cls(crawler, strategy)
+        if ext.checkpoints is not None:
+            ext._load_state()
         crawler.signals.connect(ext.page_labelled, signal=signals.page_labelled)
         crawler.signals.connect(ext.spider_opened, signal=scrapy_signals.spider_opened)
         crawler.signals.connect(ext.spider_closed, signal=scrapy_signals.spider_closed)
         return ext
 
     def spider_opened(self) -> None:
-        if self.jobdir and self.online.learn:
-            self._load_state()
-        if self.online.model is not None:
-            self._record_model(self.online.model)
+        if self.online.model is None:
+            return
+        self._record_model(self.online.model)
+        if self.resumed:  # the saved priorities may predate the last model
+            self._pages = int(self.stats.get_value("focused/pages", 0))
+            self._rescore_frontier(f"Resumed apprentice v{self.online.model.version}")
 
     def page_labelled(self, page: LabelledPage) -> None:
         self._pages = page.fetch_order
@@ -85,10 +94,20 @@ class RelevanceFeedback:
         features, relevances = self.online.take_batch()
         self.training = True
         started = time.perf_counter()
-        d = deferToThread(self.online.train, features, relevances)
+        d = deferToThread(self._train_and_checkpoint, features, relevances)
         d.addCallback(self._trained, len(features), started)
         d.addErrback(self._failed)
         return d
+
+    def _train_and_checkpoint(self, features: list[Any], relevances: Any) -> ApprenticeModel | None:
+        """In the training thread: learn the batch, then checkpoint (the learner is not changing now)."""
+        model = self.online.train(features, relevances)
+        if self.checkpoints is not None:
+            try:
+                save_checkpoint(self.checkpoints, self.online, model if model is not None else self.online.model)
+            except OSError as exc:
+                logger.error("Could not checkpoint the apprentice in %s: %s", self.checkpoints, exc)
+        return model
 
     def _trained(self, model: ApprenticeModel | None, added: int, started: float) -> None:
         self.training = False
@@ -107,16 +126,21 @@ class RelevanceFeedback:
             self.switched_in_at = self._pages
             self.stats.set_value("focused/apprentice/switched_in_at", self._pages)
         self._record_model(model)
+        if not self.closing:  # the scheduler has closed its store by then
+            self._rescore_frontier(f"Apprentice v{model.version} {'switched in' if first else 'retrained'}")
+
+    def _rescore_frontier(self, what: str) -> None:
+        model = self.online.model
+        assert model is not None
         started = time.perf_counter()
         results = self.crawler.signals.send_catch_log(signals.rescore_frontier, scorer=self._rescore)
         changed = sum(r for _, r in results if isinstance(r, int))
         seconds = time.perf_counter() - started
         self.stats.inc_value("focused/apprentice/rescore_ms", round(1000 * seconds))
         logger.info(
-            "Apprentice v%d %s after %d pages: %d instances, %.0f%% HIGH (threshold %.3g); "
+            "%s after %d pages: %d instances, %.0f%% HIGH (threshold %.3g); "
             "re-scored the frontier in %.2fs (%d priorities changed)",
-            model.version, "switched in" if first else "retrained", self._pages, model.n_instances,
-            100 * model.high_rate, model.threshold, seconds, changed,
+            what, self._pages, model.n_instances, 100 * model.high_rate, model.threshold, seconds, changed,
         )  # fmt: skip
 
     def _failed(self, failure: Failure) -> None:
@@ -125,7 +149,7 @@ class RelevanceFeedback:
             "Apprentice training failed; the crawl goes on with the previous model:\n%s", failure.getTraceback()
         )
 
-    def _rescore(self, requests: list[Request], payloads: list[list[Any]]) -> list[int | None]:
+    def _rescore(self, payloads: list[list[Any]]) -> list[int | None]:
         return self.online.rescore(payloads)
 
     def _record_model(self, model: ApprenticeModel) -> None:
@@ -137,46 +161,44 @@ class RelevanceFeedback:
     # -- JOBDIR ------------------------------------------------------------------------
 
     def spider_closed(self) -> Deferred[None] | None:
-        """With JOBDIR: finish the training under way, learn the last instances, then save.
+        """With JOBDIR: finish the training under way, learn the last instances and checkpoint them.
 
-        Scrapy waits for the returned Deferred, so the saved learner and model
-        hold every instance the crawl produced, however fast it was.
+        Scrapy waits for the returned Deferred, so the checkpoint holds every
+        instance the crawl produced, however fast it was.
         """
-        if not (self.jobdir and self.online.learn):
+        if self.checkpoints is None:
             return None
+        self.closing = True
         done: Deferred[None] = Deferred()
         if self.training and self._in_flight is not None:
             self._in_flight.addBoth(lambda result: done.callback(None))
         else:
             done.callback(None)
         done.addCallback(lambda _: self._train_batch())
-        done.addCallback(lambda _: self._save_state())
+        done.addCallback(
+            lambda _: logger.info(
+                "Saved the apprentice (%d instances) in %s", self.online.learner.n_instances, self.checkpoints
+            )
+        )
         return done
 
-    def _save_state(self) -> None:
-        assert self.jobdir
-        folder = Path(self.jobdir)
-        folder.mkdir(parents=True, exist_ok=True)
-        self.online.learner.save(folder / LEARNER_FILE)
-        state = {"online": self.online.state(), "model": self.online.model}
-        fd, tmp = tempfile.mkstemp(dir=folder, prefix=".apprentice-")
-        with os.fdopen(fd, "wb") as fh:
-            pickle.dump(state, fh, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, folder / STATE_FILE)
-        logger.info("Saved the apprentice (%d instances) to %s", self.online.learner.n_instances, folder)
-
     def _load_state(self) -> None:
-        assert self.jobdir
-        folder = Path(self.jobdir)
-        if not (folder / STATE_FILE).exists():
+        assert self.checkpoints is not None
+        jobdir = self.checkpoints.parent
+        old = [name for name in OLD_FILES if (jobdir / name).exists()]
+        if old:
+            raise ConfigError(
+                f"JOBDIR {jobdir} was written by an older focused ({old[0]} is a pickle, which is never "
+                "loaded): start the crawl with a new JOBDIR"
+            )
+        try:
+            model = load_checkpoint(self.checkpoints, self.online)
+        except CheckpointError as exc:
+            raise ConfigError(str(exc)) from exc
+        if not (self.checkpoints / "current.json").exists():
             return
-        with (folder / STATE_FILE).open("rb") as fh:
-            state = pickle.load(fh)
-        self.online.learner = Apprentice.load(folder / LEARNER_FILE)
-        self.online.restore(state["online"])
-        if state.get("model") is not None:
-            self.online.install(state["model"])
+        self.resumed = True
         logger.info(
             "Resumed the apprentice: %d instances, model %s", self.online.learner.n_instances,
-            f"v{self.online.model.version}" if self.online.model else "not switched in yet",
+            f"v{model.version}" if model else "not switched in yet",
         )  # fmt: skip

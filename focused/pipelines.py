@@ -1,14 +1,26 @@
-"""The item pipeline that labels every fetched page with the critic and stores it."""
+"""The item pipeline that labels every fetched page with the critic and stores it.
+
+With ``JOBDIR`` a resumed crawl continues where it stopped: the crawl
+database chosen by the first run (recorded in ``JOBDIR/focused-crawl.json``)
+is continued, not restarted, and the page count, fetch order and harvest
+resume from what it holds.
+"""
 
 from __future__ import annotations
 
+import json
 import logging
+import os
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scrapy.utils.job import job_dir
+
 from focused import signals
-from focused.crawldb import CrawlDB
+from focused.crawldb import CrawlDB, CrawlDBError
+from focused.errors import ConfigError
 from focused.items import PageItem
 from focused.runtime import CrawlRuntime, project_path
 
@@ -30,6 +42,41 @@ class LabelledPage:
     predicted_class: str
     relevant: bool
     aliases: tuple[str, ...] = ()  # URLs that redirected to this page
+    pages: int = 0  # distinct pages labelled so far, this one included (all runs of a resumed crawl)
+    harvest: float = 0.0  # mean relevance of those pages
+
+
+JOB_FILE = "focused-crawl.json"
+JOB_FORMAT = "focused.crawl"
+JOB_VERSION = 1
+
+
+def read_job(jobdir: str) -> dict[str, Any] | None:
+    """The crawl facts kept in JOBDIR (``None`` for a new job); ConfigError for a damaged file."""
+    path = Path(jobdir, JOB_FILE)
+    if not path.exists():
+        return None
+    try:
+        job = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ConfigError(f"{path} is damaged ({exc}); start the crawl with a new JOBDIR") from exc
+    if not isinstance(job, dict) or job.get("format") != JOB_FORMAT:
+        raise ConfigError(f"{path} is not a focused crawl file; start the crawl with a new JOBDIR")
+    if job.get("format_version") != JOB_VERSION:
+        raise ConfigError(
+            f"{path} has format version {job.get('format_version')!r}, this focused reads {JOB_VERSION}; "
+            "start the crawl with a new JOBDIR"
+        )
+    return job
+
+
+def write_job(jobdir: str, job: dict[str, Any]) -> None:
+    """Write the crawl facts atomically (a kill leaves the old file or the new one)."""
+    path = Path(jobdir, JOB_FILE)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps({"format": JOB_FORMAT, "format_version": JOB_VERSION, **job}, indent=1))
+    os.replace(tmp, path)
 
 
 class CriticPipeline:
@@ -45,11 +92,16 @@ class CriticPipeline:
         self.runtime = CrawlRuntime.of(crawler)
         self.db_template = crawler.settings.get("FOCUSED_DB") or ""
         self.commit_every = crawler.settings.getint("FOCUSED_DB_COMMIT_EVERY", 200)
+        self.commit_seconds = crawler.settings.getfloat("FOCUSED_DB_COMMIT_SECONDS", 1.0)
+        self.jobdir = job_dir(crawler.settings)
+        self.job: dict[str, Any] = {}
         self.store_html = crawler.settings.getbool("FOCUSED_DB_STORE_HTML", True)
         self.db: CrawlDB | None = None
         self.pages = 0
+        self.fetch_order = 0
         self.relevant = 0
         self.relevance_sum = 0.0
+        self.continued = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -64,39 +116,81 @@ class CriticPipeline:
         )
 
     def open_spider(self) -> None:
-        if not self.db_template:
-            return
-        path = project_path(self.db_path())
-        self.db = CrawlDB(path, commit_every=self.commit_every, store_html=self.store_html)
-        settings = self.crawler.settings
-        self.db.set_meta(
-            topic=self.runtime.topic.name,
-            topic_classes=list(self.runtime.topic.classes),
-            strategy=settings.get("FOCUSED_STRATEGY"),
-            critic_model=str(self.runtime.model_path),
-            parent_aggregation=settings.get("FOCUSED_PARENT_AGGREGATION"),
-            started=time.time(),
-        )
+        job = read_job(self.jobdir) if self.jobdir else None
+        self.job = dict(job or {})
+        if job is not None and "counters" in job:  # a resumed crawl without a crawl database
+            self.pages, self.fetch_order, self.relevant, self.relevance_sum = job["counters"]
+        path: Path | None = None
+        if job is not None and job.get("crawl_db"):
+            path = Path(job["crawl_db"])
+        elif self.db_template:
+            path = project_path(self.db_path())
+        if path is not None:
+            self._open_db(path, resumed=job is not None)
+        if self.jobdir and job is None:
+            self.job = {"crawl_db": str(path) if path else "", "started": time.time()}
+            write_job(self.jobdir, self.job)
+        if self.pages:
+            logger.info("Resuming at page %d (harvest %.3f so far)", self.pages, self.relevance_sum / self.pages)
+            self._update_stats()
+
+    def _open_db(self, path: Path, *, resumed: bool) -> None:
+        continued = resumed and path.exists()
+        if resumed and not continued:
+            logger.warning("The crawl database %s of this job is gone; starting a new one there", path)
+        try:
+            self.db = CrawlDB(
+                path, commit_every=self.commit_every, commit_seconds=self.commit_seconds, store_html=self.store_html
+            )
+        except CrawlDBError as exc:
+            raise ConfigError(str(exc)) from exc
+        self.continued = continued
+        if continued:
+            self.pages, self.fetch_order, self.relevant, self.relevance_sum = self.db.totals(self.runtime.threshold)
+        else:
+            settings = self.crawler.settings
+            self.db.set_meta(
+                topic=self.runtime.topic.name,
+                topic_classes=list(self.runtime.topic.classes),
+                strategy=settings.get("FOCUSED_STRATEGY"),
+                critic_model=str(self.runtime.model_path),
+                parent_aggregation=settings.get("FOCUSED_PARENT_AGGREGATION"),
+                started=time.time(),
+            )
         self.stats.set_value("focused/db", str(path))
-        logger.info("Crawl database: %s", path)
+        logger.info("Crawl database: %s%s", path, " (continued)" if continued else "")
+        self.crawler.signals.send_catch_log(signals.crawldb_opened, db=self.db)
 
     def close_spider(self) -> None:
         if self.db is not None:
             self.db.set_meta(pages=self.pages, finished=time.time())
             self.db.close()
+        elif self.jobdir:
+            self._save_counters()
+
+    def _save_counters(self) -> None:
+        """Without a crawl database the counters live in the job file (rewritten every commit batch)."""
+        assert self.jobdir
+        self.job["counters"] = [self.pages, self.fetch_order, self.relevant, self.relevance_sum]
+        write_job(self.jobdir, self.job)
 
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, PageItem):
             return item
         verdict = self.runtime.judge(item.url, item.text or "")
-        self.pages += 1
-        item.fetch_order = self.pages
+        self.fetch_order += 1
+        item.fetch_order = self.fetch_order
         item.relevance = round(float(verdict.relevance), 6)
         item.predicted_class = verdict.predicted_class
         item.top_classes = list(verdict.top_classes)
         relevant = verdict.relevance >= self.runtime.threshold
-        self.relevant += relevant
-        self.relevance_sum += verdict.relevance
+        # a page fetched again after a resume replaces its row: it counts once
+        if self.continued and self.db is not None and self.db.known(item.url):
+            self.stats.inc_value("focused/pages_refetched")
+        else:
+            self.pages += 1
+            self.relevant += relevant
+            self.relevance_sum += verdict.relevance
         self._update_stats()
         if self.db is not None:
             self.db.add_page(
@@ -113,12 +207,21 @@ class CriticPipeline:
                 links=item.links,
                 html=item.html,
             )
+        elif self.jobdir and self.pages % self.commit_every == 0:
+            self._save_counters()
         item.text = None
         item.html = None
         self.crawler.signals.send_catch_log(
             signals.page_labelled,
             page=LabelledPage(
-                item.url, self.pages, item.relevance, item.predicted_class, relevant, tuple(item.redirect_urls)
+                item.url,
+                item.fetch_order,
+                item.relevance,
+                item.predicted_class,
+                relevant,
+                tuple(item.redirect_urls),
+                pages=self.pages,
+                harvest=self.relevance_sum / self.pages,
             ),
         )
         return item

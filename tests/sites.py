@@ -97,3 +97,20 @@ def regions_site(hubs: int = 25, per_region: int = 3, seed: int = 2) -> ReplaySt
         for href, _ in sport:
             add(store, href, page(href, words(SPORT, 80, rng), []), "sport")
     return store
+
+
+def graph_site(n: int = 240, out: int = 6, seed: int = 3) -> ReplayStore:
+    """``n`` pages, half sport and half cooking, each linking to the next page and to ``out``
+    random others (anchors from the target's topic): a wide frontier, every page reachable
+    from ``/g/0.html``, some links to pages that do not exist (404s)."""
+    rng = random.Random(seed)
+    store = ReplayStore()
+    kinds = ["sport" if i % 2 == 0 else "cooking" for i in range(n)]
+    for i in range(n):
+        vocab = SPORT if kinds[i] == "sport" else COOKING
+        targets = [(i + 1) % n, *rng.sample(range(n), out)]
+        links = [(f"/g/{t}.html", words(SPORT if kinds[t] == "sport" else COOKING, 2, rng)) for t in targets]
+        if i % 10 == 0:
+            links.append((f"/missing/{i}.html", "gone"))
+        add(store, f"/g/{i}.html", page(f"page {i}", words(vocab, 60, rng), links), kinds[i])
+    return store

@@ -26,7 +26,7 @@ def site(tmp_path_factory):
         yield {"model": model, "proxy": server.proxy_url, "tmp": tmp}
 
 
-def crawl(site, strategy, name, max_pages=0, **settings):
+def crawl(site, strategy, name, max_pages=0, resume=False, **settings):
     spec = CrawlSpec(
         name=name,
         topic="sport",
@@ -38,7 +38,7 @@ def crawl(site, strategy, name, max_pages=0, **settings):
         max_pages=max_pages,
         settings={**APPRENTICE, **settings},
     )
-    result = run_crawl(spec, timeout=180)
+    result = run_crawl(spec, timeout=180, resume=resume)
     assert result.returncode == 0, result.log.read_text()[-3000:]
     return result, [p.url for p in iter_pages(spec.db)]
 
@@ -68,11 +68,14 @@ def test_apprentice_learns_the_good_region_and_the_baseline_does_not(site):
 
 def test_pause_and_resume_keeps_the_frontier_and_the_model(site):
     jobdir = site["tmp"] / "job"
-    first, order1 = crawl(site, "apprentice", "job1", max_pages=70, JOBDIR=str(jobdir))
+    first, order1 = crawl(site, "apprentice", "job", max_pages=70, JOBDIR=str(jobdir))
     assert "Saved the apprentice" in first.log.read_text()
-    second, order2 = crawl(site, "apprentice", "job2", JOBDIR=str(jobdir))
+    second, order = crawl(site, "apprentice", "job", resume=True, JOBDIR=str(jobdir))
     log = second.log.read_text()
     assert "Resumed the apprentice" in log and "model v" in log
+    assert "Crawl database" in log and "(continued)" in log
+    assert order[: len(order1)] == order1  # the same database, continued
+    order2 = order[len(order1) :]
     assert not set(order1) & set(order2)
     assert len(set(order1) | set(order2)) == PAGES
     # the resumed crawl goes on preferring the good region from its first page

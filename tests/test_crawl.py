@@ -27,7 +27,7 @@ def site(tmp_path_factory):
         yield {"store": store, "labels": labels, "model": model, "proxy": server.proxy_url, "tmp": tmp}
 
 
-def crawl(site, strategy, name, **settings):
+def crawl(site, strategy, name, resume=False, **settings):
     spec = CrawlSpec(
         name=name,
         topic="sport",
@@ -40,7 +40,7 @@ def crawl(site, strategy, name, **settings):
         labels=site["labels"],
         settings={"FOCUSED_REPLAY_CONCURRENCY": 1, **settings},
     )
-    result = run_crawl(spec, timeout=120)
+    result = run_crawl(spec, timeout=120, resume=resume)
     assert result.returncode == 0, result.log.read_text()[-3000:]
     return result, [p.url for p in iter_pages(spec.db)]
 
@@ -140,12 +140,16 @@ def test_unknown_topic_lists_valid_ones(site):
 
 def test_jobdir_pause_and_resume_keeps_the_frontier(site):
     jobdir = site["tmp"] / "job"
-    _, order1 = crawl(site, "baseline", "job1", JOBDIR=str(jobdir), FOCUSED_MAX_PAGES=4)
-    assert (Path(jobdir) / "focused-frontier.pickle").exists()
-    second, order2 = crawl(site, "baseline", "job2", JOBDIR=str(jobdir))
-    assert not set(order1) & set(order2)  # nothing fetched twice
-    assert len(set(order1) | set(order2)) == 15  # and nothing lost
-    assert "restored" in second.log.read_text()
+    _, order1 = crawl(site, "baseline", "job", JOBDIR=str(jobdir), FOCUSED_MAX_PAGES=4)
+    assert (Path(jobdir) / "frontier.sqlite").exists()
+    assert not list(Path(jobdir).glob("*.pickle"))
+    second, order = crawl(site, "baseline", "job", resume=True, JOBDIR=str(jobdir))
+    _, reference = crawl(site, "baseline", "job-reference")
+    assert order[:4] == order1  # the crawl database is continued
+    assert not set(order1) & set(order[4:])  # nothing fetched twice
+    assert len(order) == 15  # and nothing lost
+    assert order == reference  # the same order as without the pause
+    assert "Resuming crawl" in second.log.read_text()
 
 
 def test_links_without_a_usable_host_are_dropped():

@@ -76,15 +76,22 @@ def scrapy_command(spec: CrawlSpec) -> list[str]:
     return cmd
 
 
-def run_crawl(spec: CrawlSpec, *, timeout: float = 900.0, stream: bool = False) -> CrawlResult:
+def run_crawl(spec: CrawlSpec, *, timeout: float = 900.0, stream: bool = False, resume: bool = False) -> CrawlResult:
     """Run ``spec`` to completion; the log goes next to the crawl database.
 
     With ``stream`` the crawl's log is also copied to this process's stdout.
+    A crawl database left by an earlier run is removed first, unless
+    ``resume`` (a ``JOBDIR`` crawl going on: it continues its database).
     """
     spec.db.parent.mkdir(parents=True, exist_ok=True)
-    for stale in (spec.db, Path(f"{spec.db}-wal"), Path(f"{spec.db}-shm"), stats_path(spec)):
-        stale.unlink(missing_ok=True)
+    stale = [stats_path(spec)]
+    if not resume:
+        stale += [spec.db, Path(f"{spec.db}-wal"), Path(f"{spec.db}-shm")]
+    for path in stale:
+        path.unlink(missing_ok=True)
     log = spec.db.with_suffix(".log")
+    if resume and log.exists():
+        log = log.with_suffix(f".{int(time.time() * 1000)}.log")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env.setdefault("SCRAPY_SETTINGS_MODULE", "focused.settings")

@@ -25,9 +25,10 @@ views are side features of every instance, which the model stacks with the
 
 from __future__ import annotations
 
+import json
 import logging
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -93,6 +94,27 @@ class LinkPayload(NamedTuple):
 
     ids: np.ndarray
     side: np.ndarray | None = None
+
+    def to_bytes(self) -> bytes:
+        """``<u4 n><n x i4 ids><u1 k><k x f4 side>``: what a frontier store keeps (no pickle)."""
+        ids = np.ascontiguousarray(self.ids, dtype="<i4")
+        side = b"" if self.side is None else np.ascontiguousarray(self.side, dtype="<f4").tobytes()
+        k = 0 if self.side is None else len(self.side)
+        return len(ids).to_bytes(4, "little") + ids.tobytes() + bytes((k,)) + side
+
+    @classmethod
+    def from_bytes(cls, data: bytes) -> LinkPayload:
+        """Inverse of :meth:`to_bytes`; ``ValueError`` on a damaged payload."""
+        n = int.from_bytes(data[:4], "little")
+        end = 4 + 4 * n
+        if len(data) < end + 1:
+            raise ValueError("truncated link payload")
+        k = data[end]
+        if len(data) != end + 1 + 4 * k:
+            raise ValueError("damaged link payload")
+        ids = np.frombuffer(data, dtype="<i4", count=n, offset=4)
+        side = np.frombuffer(data, dtype="<f4", count=k, offset=end + 1) if k else None
+        return cls(ids, side)
 
 
 class OnlineApprentice:
@@ -296,24 +318,80 @@ class OnlineApprentice:
     def pending_links(self) -> int:
         return sum(len(v) for v in self._pending.values())
 
-    def state(self) -> dict[str, Any]:
-        """Picklable crawl-time state (the learner is saved separately)."""
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        """The crawl-time state (pending links, fetched pages, buffered instances) as plain arrays.
+
+        No pickle: payloads as bytes (:meth:`LinkPayload.to_bytes`), URL keys as
+        JSON text. The learner and the model are saved separately.
+        """
         with self._lock:
-            return {
-                "pending": self._pending,
-                "fetched": self._fetched,
-                "buffer": self._buffer,
+            pending_keys = list(self._pending)
+            pending = [p for k in pending_keys for p in self._pending[k]]
+            counts = np.array([len(self._pending[k]) for k in pending_keys], dtype=np.int64)
+            fetched_keys = list(self._fetched)
+            fetched = np.array([self._fetched[k] for k in fetched_keys], dtype=np.float64)
+            buffered = [p for p, _ in self._buffer]
+            buffer_rel = np.array([r for _, r in self._buffer], dtype=np.float64)
+            header = {
                 "pages_in_batch": self._pages_in_batch,
                 "instances_seen": self.instances_seen,
+                "pending_keys": pending_keys,
+                "fetched_keys": fetched_keys,
             }
+        pending_data, pending_lengths = _pack(pending)
+        buffer_data, buffer_lengths = _pack(buffered)
+        return {
+            "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+            "pending_counts": counts,
+            "pending_data": pending_data,
+            "pending_lengths": pending_lengths,
+            "fetched": fetched,
+            "buffer_data": buffer_data,
+            "buffer_lengths": buffer_lengths,
+            "buffer_relevance": buffer_rel,
+        }
 
-    def restore(self, state: dict[str, Any]) -> None:
+    def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
+        """Inverse of :meth:`state_arrays`; ``ValueError`` (or ``KeyError``) for arrays it did not write."""
+        header = json.loads(bytes(arrays["header"]).decode())
+        pending = _unpack_bytes(arrays["pending_data"], arrays["pending_lengths"])
+        counts = [int(c) for c in arrays["pending_counts"]]
+        keys = header["pending_keys"]
+        if len(keys) != len(counts) or sum(counts) != len(pending):
+            raise ValueError("pending links do not match their keys")
+        fetched = [float(r) for r in arrays["fetched"]]
+        if len(header["fetched_keys"]) != len(fetched):
+            raise ValueError("fetched pages do not match their keys")
+        buffered = _unpack_bytes(arrays["buffer_data"], arrays["buffer_lengths"])
+        buffer_rel = [float(r) for r in arrays["buffer_relevance"]]
+        if len(buffered) != len(buffer_rel):
+            raise ValueError("buffered instances do not match their relevances")
+        grouped: dict[str, list[LinkPayload]] = {}
+        i = 0
+        for key, n in zip(keys, counts, strict=True):
+            grouped[key] = pending[i : i + n]
+            i += n
         with self._lock:
-            self._pending = state["pending"]
-            self._fetched = state["fetched"]
-            self._buffer = state["buffer"]
-            self._pages_in_batch = int(state["pages_in_batch"])
-            self.instances_seen = int(state.get("instances_seen", 0))
+            self._pending = grouped
+            self._fetched = dict(zip(header["fetched_keys"], fetched, strict=True))
+            self._buffer = list(zip(buffered, buffer_rel, strict=True))
+            self._pages_in_batch = int(header["pages_in_batch"])
+            self.instances_seen = int(header["instances_seen"])
+
+
+def _pack(payloads: Sequence[LinkPayload]) -> tuple[np.ndarray, np.ndarray]:
+    blobs = [p.to_bytes() for p in payloads]
+    data = np.frombuffer(b"".join(blobs), dtype=np.uint8) if blobs else np.zeros(0, np.uint8)
+    return data, np.array([len(b) for b in blobs], dtype=np.int64)
+
+
+def _unpack_bytes(data: np.ndarray, lengths: np.ndarray) -> list[LinkPayload]:
+    raw = np.asarray(data, dtype=np.uint8).tobytes()
+    ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
+    if len(ends) and (ends[-1] != len(raw) or (np.asarray(lengths) < 0).any()):
+        raise ValueError("payload lengths do not match the data")
+    starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
+    return [LinkPayload.from_bytes(raw[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
 
 
 def _unpack(payloads: Sequence[LinkPayload], n_side: int) -> tuple[list[np.ndarray], np.ndarray | None]:
