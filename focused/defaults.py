@@ -18,7 +18,7 @@ FOCUSED_SEEDS_FILE = ""
 #: Frontier policy: ``apprentice`` (online relevance feedback), ``apprentice-offline``,
 #: ``baseline`` (best-first on Pr(c*|u)), ``bfs``, ``oracle`` (benchmark only).
 FOCUSED_STRATEGY = "apprentice"
-#: Critic model bundle (joblib). Relative paths are taken from the project root.
+#: Critic model file (.npz: arrays + JSON header, never a pickle). Relative paths are taken from the project root.
 FOCUSED_CRITIC_MODEL = "models/webkb-pagetype.npz"
 #: Ground-truth labels (``url<TAB>label[<TAB>group]``), needed by ``oracle`` only.
 FOCUSED_LABELS = ""

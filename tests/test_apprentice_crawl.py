@@ -21,7 +21,7 @@ PAGES = 25 * 7
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("regions")
-    model = train_critic(tmp / "critic.joblib")
+    model = train_critic(tmp / "critic.npz")
     with ReplayServer(regions_site()) as server:
         yield {"model": model, "proxy": server.proxy_url, "tmp": tmp}
 

@@ -22,7 +22,7 @@ def site(tmp_path_factory):
     store = hub_site()
     labels = tmp / "labels.tsv"
     write_labels(labels, ((u, store.labels[u], "site") for u in store.labels))
-    model = train_critic(tmp / "critic.joblib")
+    model = train_critic(tmp / "critic.npz")
     with ReplayServer(store) as server:
         yield {"store": store, "labels": labels, "model": model, "proxy": server.proxy_url, "tmp": tmp}
 
@@ -128,7 +128,7 @@ def test_bad_input_fails_with_a_clear_message(site, args, message):
 
 
 def test_missing_model_says_how_to_build_it(tmp_path):
-    proc = run_scrapy("-a", "topic=course", "-a", "seeds=http://a.test/", "-a", f"model={tmp_path / 'none.joblib'}")
+    proc = run_scrapy("-a", "topic=course", "-a", "seeds=http://a.test/", "-a", f"model={tmp_path / 'none.npz'}")
     assert proc.returncode != 0
     assert "make models" in proc.stderr
 
