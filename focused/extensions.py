@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.job import job_dir
 
 from focused import signals
 
@@ -80,6 +81,27 @@ class HarvestMonitor:
             self.window, self.window_n = 0.0, 0
         if self.max_pages and n >= self.max_pages and self._closing is None:
             self._close(n)
+
+
+class JobDirCheck:
+    """Refuse a job directory that cannot be resumed before anything starts: one clear line, exit 1.
+
+    The scheduler and the pipeline open the job's files only once Scrapy's
+    engine is starting, where an error would come with a cascade of
+    tracebacks; this extension is built with the crawler, so their checks run
+    first (the apprentice's checkpoint is checked by its own extension).
+    """
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        from focused.pipelines import read_job
+        from focused.scheduler import check_jobdir
+
+        check_jobdir(crawler.settings)
+        jobdir = job_dir(crawler.settings)
+        if jobdir:
+            read_job(jobdir)
+        raise NotConfigured  # nothing more to do once the crawl runs
 
 
 class StatsFile:

@@ -44,13 +44,14 @@ from focused.errors import ConfigError
 from focused.frontier.memory import MemoryStore
 from focused.frontier.payloads import decode_payload, encode_payload
 from focused.frontier.requests import decode_request, encode_request
-from focused.frontier.sqlite import SQLiteStore
+from focused.frontier.sqlite import SQLiteStore, check_store
 from focused.frontier.store import FrontierStore, Push, PushResult, StoreError
 
 if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
+    from scrapy.settings import BaseSettings
     from scrapy.spiders import Spider
 
     from focused.crawldb import CrawlDB
@@ -83,7 +84,9 @@ class FocusedScheduler:
         self._fingerprint = crawler.request_fingerprinter.fingerprint
         self.store: FrontierStore = MemoryStore()  # replaced in open()
         self.spider: Spider | None = None
-        self._leased: dict[Request, str] = {}
+        self._opened = False
+        #: popped request -> (its key, pages the crawl database had been handed when it was popped)
+        self._leased: dict[Request, tuple[str, int]] = {}
         self._finished: deque[tuple[int, str]] = deque()
         self._crawldb: CrawlDB | None = None
         self._timer: task.LoopingCall | None = None
@@ -100,6 +103,7 @@ class FocusedScheduler:
     def open(self, spider: Spider) -> None:
         self.spider = spider
         self.store = self._open_store()
+        self._opened = True
         self.stats.set_value("focused/frontier/store", self.store_name)
         if self.jobdir:
             requeued = self.store.requeued
@@ -115,6 +119,8 @@ class FocusedScheduler:
     def close(self, reason: str) -> None:
         if self._timer is not None and self._timer.running:
             self._timer.stop()
+        if not self._opened:
+            return
         self._settle()
         self.store.close()
         if self.jobdir:
@@ -161,7 +167,7 @@ class FocusedScheduler:
             self.stats.inc_value("focused/frontier/refetched")
         request: Request = entry.item
         request.priority = entry.priority
-        self._leased[request] = entry.key
+        self._leased[request] = (entry.key, self._submitted())
         self.stats.inc_value("scheduler/dequeued")
         self.stats.set_value("focused/frontier/size", len(self.store))
         return request
@@ -187,9 +193,16 @@ class FocusedScheduler:
         """
         if self._leased:
             held = _engine_requests(self.crawler)
-            submitted = self._crawldb.submitted if self._crawldb is not None else 0
+            submitted = self._submitted()
+            acks = []
             for request in [r for r in self._leased if held is None or r not in held]:
-                self._finished.append((submitted, self._leased.pop(request)))
+                key, at_pop = self._leased.pop(request)
+                if submitted == at_pop:  # no page was stored meanwhile (a 404, a failure...): nothing to wait for
+                    acks.append(key)
+                else:
+                    self._finished.append((submitted, key))
+            if acks:
+                self.store.ack_many(acks)
         if self._finished:
             committed = self._crawldb.committed if self._crawldb is not None else math.inf
             keys = []
@@ -197,6 +210,9 @@ class FocusedScheduler:
                 keys.append(self._finished.popleft()[1])
             if keys:
                 self.store.ack_many(keys)
+
+    def _submitted(self) -> int:
+        return self._crawldb.submitted if self._crawldb is not None else 0
 
     def _tick(self) -> None:
         self._settle()
@@ -231,11 +247,7 @@ class FocusedScheduler:
             if self.store_name == "memory":
                 return MemoryStore(aggregation, tiebreak, seed)
             assert self.jobdir
-            if Path(self.jobdir, OLD_STATE_FILE).exists():
-                raise ConfigError(
-                    f"JOBDIR {self.jobdir} was written by an older focused (a pickled frontier, which is never "
-                    "loaded): start the crawl with a new JOBDIR"
-                )
+            check_jobdir(settings)
             spider = self.spider
             return SQLiteStore(
                 Path(self.jobdir, STORE_FILE),
@@ -248,6 +260,24 @@ class FocusedScheduler:
                 commit_seconds=self.commit_seconds,
             )
         except (StoreError, ValueError) as exc:
+            raise ConfigError(str(exc)) from exc
+
+
+def check_jobdir(settings: BaseSettings) -> None:
+    """Refuse, before the crawl starts, a job directory whose frontier cannot be resumed (ConfigError)."""
+    jobdir = job_dir(settings)
+    name = _store_name(settings.get("FOCUSED_FRONTIER_STORE") or "auto", jobdir)
+    if not jobdir or not Path(jobdir).is_dir():
+        return
+    if Path(jobdir, OLD_STATE_FILE).exists():
+        raise ConfigError(
+            f"JOBDIR {jobdir} was written by an older focused (a pickled frontier, which is never loaded): "
+            "start the crawl with a new JOBDIR"
+        )
+    if name == "sqlite":
+        try:
+            check_store(Path(jobdir, STORE_FILE))
+        except StoreError as exc:
             raise ConfigError(str(exc)) from exc
 
 

@@ -38,6 +38,7 @@ ITEM_PIPELINES = {
     "focused.pipelines.CriticPipeline": 300,
 }
 EXTENSIONS = {
+    "focused.extensions.JobDirCheck": 100,
     "focused.extensions.HarvestMonitor": 500,
     "focused.extensions.StatsFile": 510,
     "focused.feedback.RelevanceFeedback": 520,

@@ -198,3 +198,49 @@ def test_sigint_twice_keeps_the_apprentice_learning(site):
     assert match and int(match.group(1)) >= pointer["instances"]
     assert result.stats["focused/apprentice/n_instances"] > int(match.group(1))  # and it went on learning
     assert not list(Path(jobdir).rglob("*.pickle"))
+
+
+@pytest.mark.parametrize("trouble", ["garbage-store", "busy-store", "damaged-job-file", "old-pickle"])
+def test_a_job_directory_that_cannot_be_resumed_is_one_line_and_exit_1(site, tmp_path, trouble):
+    from focused.frontier.sqlite import SQLiteStore
+
+    jobdir = tmp_path / "job"
+    jobdir.mkdir()
+    holder = None
+    if trouble == "garbage-store":
+        (jobdir / "frontier.sqlite").write_bytes(os.urandom(4096))
+    elif trouble == "busy-store":
+        holder = SQLiteStore(jobdir / "frontier.sqlite", encode=json.dumps, decode=json.loads)
+    elif trouble == "damaged-job-file":
+        (jobdir / "focused-crawl.json").write_text('{"format": "focused.cr')
+    else:
+        (jobdir / "apprentice-state.pickle").write_bytes(b"never loaded")
+    before = sorted((p.name, p.read_bytes()) for p in jobdir.iterdir() if p.is_file())
+    s = spec(site, f"bad-{trouble}", max_pages=5, JOBDIR=str(jobdir), LOG_LEVEL="INFO")
+    result = run_crawl(s, timeout=120)
+    after = sorted((p.name, p.read_bytes()) for p in jobdir.iterdir() if p.is_file())
+    if holder is not None:
+        holder.close()
+    log = result.log.read_text()
+    assert result.returncode == 1, log[-2000:]
+    assert "Traceback" not in log
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, errors
+    expected = {"garbage-store": "frontier.sqlite", "busy-store": "in use by another crawl"}
+    expected |= {"damaged-job-file": "focused-crawl.json is damaged", "old-pickle": "older focused"}
+    assert expected[trouble] in errors[0]
+    assert not s.db.exists()
+    assert [a for a in after if a[0] != "frontier.sqlite.lock"] == [
+        b for b in before if b[0] != "frontier.sqlite.lock"
+    ]  # nothing overwritten
+
+
+def test_a_resumed_crawl_that_reached_its_budget_stops_at_once(site):
+    jobdir = site["tmp"] / "job-done"
+    s = spec(site, "done", strategy="baseline", max_pages=20, JOBDIR=str(jobdir))
+    run(s)
+    again = run(s, resume=True)
+    order, _ = fetched(s.db)
+    assert 20 <= len(order) <= 22
+    assert "Page budget reached" in again.log.read_text()
+    assert again.stats.get("downloader/request_count", 0) == 0

@@ -312,27 +312,13 @@ def _lock(path: Path) -> Any:
 def _open(path: Path) -> sqlite3.Connection:
     """Open (or create) a store file; :class:`StoreError` with what to do if it is not a usable one."""
     existed = path.exists() and path.stat().st_size > 0
-    hint = f"move {path} away to start this crawl afresh"
     try:
         conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False, timeout=5.0)
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: cannot open the frontier store ({exc})") from exc
     try:
         if existed:  # validate before anything writes to the file
-            check = conn.execute("PRAGMA quick_check").fetchone()[0]
-            if check != "ok":
-                raise StoreError(f"{path}: the frontier store is damaged ({check}); {hint}")
-            tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
-            if not {"meta", "urls"} <= tables:
-                raise StoreError(f"{path} is an SQLite file but not a frontier store; {hint}")
-            meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('format', 'format_version')"))
-            if meta.get("format") != json.dumps(FORMAT):
-                raise StoreError(f"{path} is not a frontier store; {hint}")
-            if meta.get("format_version") != json.dumps(FORMAT_VERSION):
-                raise StoreError(
-                    f"{path} is a frontier store of format version {meta.get('format_version')}, this focused "
-                    f"reads version {FORMAT_VERSION}; resume it with the focused that wrote it, or {hint}"
-                )
+            _validate(conn, path)
         conn.execute("PRAGMA journal_mode=WAL").fetchone()
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run in SQLiteStore's thread
@@ -344,8 +330,52 @@ def _open(path: Path) -> sqlite3.Connection:
             )
     except sqlite3.DatabaseError as exc:
         conn.close()
-        raise StoreError(f"{path} is not a usable frontier store ({exc}); {hint}") from exc
+        raise StoreError(f"{path} is not a usable frontier store ({exc}); {_hint(path)}") from exc
     except StoreError:
         conn.close()
         raise
     return conn
+
+
+def _hint(path: Path) -> str:
+    return f"move {path} away to start this crawl afresh"
+
+
+def _validate(conn: sqlite3.Connection, path: Path) -> None:
+    """:class:`StoreError` unless ``conn`` is a healthy store of this format; reads only."""
+    hint = _hint(path)
+    check = conn.execute("PRAGMA quick_check").fetchone()[0]
+    if check != "ok":
+        raise StoreError(f"{path}: the frontier store is damaged ({check}); {hint}")
+    tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if not {"meta", "urls"} <= tables:
+        raise StoreError(f"{path} is an SQLite file but not a frontier store; {hint}")
+    meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('format', 'format_version')"))
+    if meta.get("format") != json.dumps(FORMAT):
+        raise StoreError(f"{path} is not a frontier store; {hint}")
+    if meta.get("format_version") != json.dumps(FORMAT_VERSION):
+        raise StoreError(
+            f"{path} is a frontier store of format version {meta.get('format_version')}, this focused "
+            f"reads version {FORMAT_VERSION}; resume it with the focused that wrote it, or {hint}"
+        )
+
+
+def check_store(path: str | Path) -> None:
+    """Raise :class:`StoreError` if ``path`` is in use by another crawl or not a healthy store; changes nothing.
+
+    For checking a job directory before a crawl starts; :class:`SQLiteStore` checks again when it opens.
+    """
+    path = Path(path)
+    _lock(path).close()
+    if not (path.exists() and path.stat().st_size > 0):
+        return
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open the frontier store ({exc})") from exc
+    try:
+        _validate(conn, path)
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a usable frontier store ({exc}); {_hint(path)}") from exc
+    finally:
+        conn.close()
