@@ -7,7 +7,7 @@ STRATEGY ?= apprentice
 PAGES ?= 300
 BENCH_ARGS ?=
 
-.PHONY: help install crawl demo test bench bench-quick bench-features models lint format clean
+.PHONY: help install crawl demo test bench bench-quick bench-frontier bench-features models lint format clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -28,8 +28,12 @@ demo: crawl  ## same as `make crawl`
 test: install  ## run the whole test suite
 	$(PYTHON) -m pytest -q
 
-bench: install  ## run the benchmarks (results/ gets JSON, Markdown and plots)
+bench: install  ## run the benchmarks (results/ gets JSON, Markdown and plots), then bench-frontier
 	$(PYTHON) -m focused bench $(BENCH_ARGS)
+	$(PYTHON) -m focused bench-frontier --out results/frontier
+
+bench-frontier: install  ## frontier stores: throughput, re-scoring, kill -9 and resume (results/frontier)
+	$(PYTHON) -m focused bench-frontier --out results/frontier
 
 bench-quick: install  ## a short smoke run of the benchmarks
 	$(PYTHON) -m focused bench --quick $(BENCH_ARGS)
