@@ -148,3 +148,21 @@ def test_side_features_need_a_snippet_critic():
 def test_anchor_weight_must_be_a_fraction():
     with pytest.raises(ValueError, match="anchor_weight"):
         side_online(anchor_weight=1.5)
+
+
+def test_link_payloads_round_trip_as_bytes_and_damage_is_refused():
+    import numpy as np
+
+    from focused.learning.online import LinkPayload
+
+    with_side = LinkPayload(np.array([3, 1, 4, 1], np.int32), np.array([0.25, -2.0], np.float32))
+    for payload in (with_side, LinkPayload(np.zeros(0, np.int32))):
+        back = LinkPayload.from_bytes(payload.to_bytes())
+        assert back.ids.tolist() == payload.ids.tolist()
+        assert (back.side is None) == (payload.side is None)
+        if payload.side is not None:
+            assert back.side.tolist() == payload.side.tolist()
+    data = with_side.to_bytes()
+    for damaged in (b"", data[:3], data[:-1], data + b"\x00"):
+        with pytest.raises(ValueError):
+            LinkPayload.from_bytes(damaged)

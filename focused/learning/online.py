@@ -105,16 +105,14 @@ class LinkPayload(NamedTuple):
     @classmethod
     def from_bytes(cls, data: bytes) -> LinkPayload:
         """Inverse of :meth:`to_bytes`; ``ValueError`` on a damaged payload."""
+        size = len(data)
         n = int.from_bytes(data[:4], "little")
         end = 4 + 4 * n
-        if len(data) < end + 1:
-            raise ValueError("truncated link payload")
-        k = data[end]
-        if len(data) != end + 1 + 4 * k:
+        if size <= end or size != end + 1 + 4 * data[end]:
             raise ValueError("damaged link payload")
         ids = np.frombuffer(data, dtype="<i4", count=n, offset=4)
-        side = np.frombuffer(data, dtype="<f4", count=k, offset=end + 1) if k else None
-        return cls(ids, side)
+        k = data[end]
+        return cls(ids, np.frombuffer(data, dtype="<f4", count=k, offset=end + 1) if k else None)
 
 
 class OnlineApprentice:
