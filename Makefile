@@ -53,5 +53,5 @@ format:  ## apply ruff's formatting and safe fixes
 	$(PYTHON) -m ruff check --fix focused tests
 	$(PYTHON) -m ruff format focused tests
 
-clean:  ## remove crawl outputs and caches (not models/)
-	rm -rf crawls results/cache .pytest_cache .mypy_cache .ruff_cache
+clean:  ## remove crawl outputs, caches and egg builds (not models/)
+	rm -rf crawls results/cache build focused.egg-info .pytest_cache .mypy_cache .ruff_cache

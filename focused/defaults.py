@@ -35,9 +35,13 @@ FOCUSED_RELEVANCE_THRESHOLD = 0.5
 FOCUSED_MAX_PAGES = 0
 #: Log harvest and loss every this many pages (0 = never).
 FOCUSED_LOG_EVERY = 100
-#: Crawl database (SQLite). ``{topic}``, ``{strategy}`` and ``{time}`` are filled in;
-#: empty disables it.
+#: Crawl database (SQLite). ``{topic}``, ``{strategy}``, ``{time}`` and ``{job}`` are filled in;
+#: empty disables it. Under Scrapyd, when not given: ``crawls/PROJECT/SPIDER/JOB.sqlite``
+#: (:mod:`focused.jobs`).
 FOCUSED_DB = "crawls/{topic}-{strategy}-{time}.sqlite"
+#: The Scrapyd job id (Scrapyd's ``_job`` argument sets it); ``{job}`` in FOCUSED_DB.
+#: Empty outside Scrapyd, where ``{job}`` is the start time, like ``{time}``.
+FOCUSED_JOB = ""
 #: Store each page's HTML (zlib-compressed) in the crawl database, so that
 #: link features can be recomputed offline (e.g. to train the apprentice).
 FOCUSED_DB_STORE_HTML = True

@@ -109,10 +109,12 @@ class CriticPipeline:
 
     def db_path(self) -> str:
         settings = self.crawler.settings
+        stamp = time.strftime("%Y%m%dT%H%M%S")
         return self.db_template.format(
             topic=self.runtime.topic.name.replace("/", "_").replace(",", "+"),
             strategy=settings.get("FOCUSED_STRATEGY"),
-            time=time.strftime("%Y%m%dT%H%M%S"),
+            time=stamp,
+            job=(settings.get("FOCUSED_JOB") or stamp).replace("/", "_"),
         )
 
     def open_spider(self) -> None:

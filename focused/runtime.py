@@ -14,11 +14,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from scrapy.utils.conf import closest_scrapy_cfg
-
 from focused.errors import ConfigError
 from focused.learning.critic import ModelError, Topic, UnknownTopicError, Verdict, load_critic
 from focused.learning.online import OnlineApprentice, make_snippet_critic
+from focused.paths import load_model, project_path
 from focused.strategies import STRATEGIES, ApprenticeStrategy, Baseline, BreadthFirst, Oracle, Strategy
 
 if TYPE_CHECKING:
@@ -29,20 +28,6 @@ logger = logging.getLogger(__name__)
 
 _ATTR = "_focused_runtime"
 _MEMO_SIZE = 2048
-
-
-def project_path(path: str | Path) -> Path:
-    """Resolve a relative path against the project root (the folder of ``scrapy.cfg``).
-
-    Without a ``scrapy.cfg`` (e.g. when running from a Scrapyd egg) the current
-    directory is the root.
-    """
-    path = Path(path).expanduser()
-    if path.is_absolute():
-        return path
-    cfg = closest_scrapy_cfg()
-    root = Path(cfg).parent if cfg else Path.cwd()
-    return root / path
 
 
 def label_lookup(labels: dict[str, str]) -> Callable[[str], str | None]:
@@ -69,17 +54,20 @@ class CrawlRuntime:
 
     def __init__(self, settings: BaseSettings) -> None:
         self.settings = settings
-        model_path = project_path(settings.get("FOCUSED_CRITIC_MODEL"))
         try:
-            self.critic: Any = load_critic(model_path)
+            self.critic: Any
+            self.critic, source = load_model(settings.get("FOCUSED_CRITIC_MODEL"), load_critic)
         except ModelError as exc:  # one line naming the file and what to do
             raise ConfigError(str(exc)) from exc
-        self.model_path = model_path
+        #: The critic's file as crawl databases record it (a packaged default keeps its ``models/NAME``).
+        self.model_path = source.name
+        if source.packaged:
+            logger.info("Critic %s: the default model packaged with focused (%s)", source.name, source.resource)
         spec = settings.get("FOCUSED_TOPIC") or ""
         if not spec.strip():
             raise ConfigError(
                 "no topic given: use -a topic=NAME; valid topics for "
-                f"{model_path.name}: {', '.join(self.critic.topics())}"
+                f"{Path(source.name).name}: {', '.join(self.critic.topics())}"
             )
         try:
             self.topic: Topic = self.critic.resolve_topic(spec)

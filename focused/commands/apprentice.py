@@ -149,7 +149,7 @@ def _snippet_critic(db: Path, critic_path: str | None) -> SnippetCritic:
     from focused.crawldb import read_meta
     from focused.learning.critic import ModelError, UnknownTopicError, load_critic
     from focused.learning.online import make_snippet_critic
-    from focused.runtime import project_path
+    from focused.paths import load_model
 
     meta = read_meta(db)
     path = critic_path or meta.get("critic_model")
@@ -158,7 +158,7 @@ def _snippet_critic(db: Path, critic_path: str | None) -> SnippetCritic:
     if not meta.get("topic"):
         raise CommandError(f"{db} records no topic, so the critic cannot read anchors: use --no-critic-views")
     try:
-        critic = load_critic(project_path(path))
+        critic, _ = load_model(path, load_critic)
         return make_snippet_critic(critic, critic.resolve_topic(meta["topic"]))
     except (OSError, ModelError, UnknownTopicError) as exc:
         raise CommandError(f"critic {path}: {exc} (pass --critic MODEL, or --no-critic-views)") from exc

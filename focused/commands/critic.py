@@ -195,9 +195,10 @@ def _models(args: argparse.Namespace) -> int:
 
 def _topics(args: argparse.Namespace) -> int:
     from focused.learning.critic import ModelError, load_critic
+    from focused.paths import load_model
 
     try:
-        critic = load_critic(args.model)
+        critic, _ = load_model(args.model, load_critic, base=Path.cwd())
     except ModelError as exc:
         raise CommandError(str(exc)) from exc
     for name in critic.topics():

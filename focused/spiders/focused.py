@@ -25,6 +25,7 @@ from scrapy.linkextractors import LinkExtractor
 
 from focused.errors import ConfigError
 from focused.items import PageItem
+from focused.jobs import SCRAPYD_ARGUMENTS, apply_job
 from focused.learning.text import html_to_text
 from focused.priority import SEED_PRIORITY
 from focused.profiles import apply_profile
@@ -83,7 +84,7 @@ class FocusedSpider(scrapy.Spider):
 
     @classmethod
     def from_crawler(cls, crawler: Crawler, *args: Any, **kwargs: Any) -> FocusedSpider:
-        unknown = sorted(set(kwargs) - set(ARGUMENT_SETTINGS) - {"_job"})
+        unknown = sorted(set(kwargs) - set(ARGUMENT_SETTINGS) - SCRAPYD_ARGUMENTS)
         if unknown:
             raise ConfigError(
                 f"unknown spider argument(s): {', '.join(unknown)}; valid: {', '.join(ARGUMENT_SETTINGS)}"
@@ -91,6 +92,8 @@ class FocusedSpider(scrapy.Spider):
         for arg, setting in ARGUMENT_SETTINGS.items():
             if arg in kwargs:
                 crawler.settings.set(setting, kwargs[arg], priority="cmdline")
+        if kwargs.get("_job"):  # run by Scrapyd
+            apply_job(crawler.settings, cls.name, str(kwargs["_job"]))
         spider = super().from_crawler(crawler, *args, **kwargs)
         spider.seeds = spider._configured_seeds()
         return spider

@@ -1,0 +1,127 @@
+"""Scrapyd: deploy the egg with ``scrapyd-deploy``, schedule focused crawls of a replay, read what they leave.
+
+One real Scrapyd on a free loopback port (:mod:`tests.scrapyd_server`); its jobs
+import focused from the deployed egg. One crawl uses a critic given with
+``-d model=PATH``, one the default model, which only the egg can provide (no
+``models/`` folder where Scrapyd runs).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import zipfile
+from pathlib import Path
+
+import pytest
+
+from focused.bench.runner import PROJECT_ROOT
+from focused.crawldb import iter_pages, read_meta
+from focused.learning.critic import load_critic
+from focused.paths import MODELS_PACKAGE, load_model, locate_model
+from focused.replay import ReplayServer
+from tests.scrapyd_server import ScrapydServer, copy_project, deploy
+from tests.sites import HOST, hub_site, train_critic
+
+PROJECT = "focused"
+VERSION = "test1"
+DEFAULT_MODEL = "models/webkb-pagetype.npz"
+
+
+@pytest.fixture(scope="module")
+def scrapyd(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("scrapyd")
+    with ScrapydServer(tmp / "server") as server, ReplayServer(hub_site()) as replay:
+        answer = deploy(copy_project(PROJECT_ROOT, tmp / "project"), server.url, VERSION)
+        yield {"server": server, "proxy": replay.proxy_url, "tmp": tmp, "deployed": answer}
+
+
+def schedule(scrapyd, *fields: tuple[str, str]) -> str:
+    replay = [("setting", "FOCUSED_PROFILE=replay"), ("setting", f"FOCUSED_REPLAY_PROXY={scrapyd['proxy']}")]
+    base = [("project", PROJECT), ("spider", "focused"), ("seeds", HOST + "/"), *replay]
+    return scrapyd["server"].post("schedule.json", [*base, *fields])["jobid"]
+
+
+def job_files(scrapyd, job: str) -> dict[str, Path]:
+    root = scrapyd["server"].root
+    return {
+        "log": root / "logs" / PROJECT / "focused" / f"{job}.log",
+        "items": root / "items" / PROJECT / "focused" / f"{job}.jl",
+        "db": root / "crawls" / PROJECT / "focused" / f"{job}.sqlite",
+    }
+
+
+def test_deploy_and_crawl_with_the_packaged_and_a_given_model(scrapyd):
+    server = scrapyd["server"]
+    assert scrapyd["deployed"]["project"] == PROJECT and scrapyd["deployed"]["spiders"] == 2
+    with zipfile.ZipFile(server.root / "eggs" / PROJECT / f"{VERSION}.egg") as egg:
+        names = set(egg.namelist())
+    assert {"focused/settings.py", f"{MODELS_PACKAGE}/webkb-pagetype.npz", f"{MODELS_PACKAGE}/wiki-topics.npz"} <= names
+
+    model = train_critic(scrapyd["tmp"] / "critic.npz")
+    given = schedule(scrapyd, ("topic", "sport"), ("model", str(model)))
+    custom_db = scrapyd["tmp"] / "dbs" / "{job}-course.sqlite"
+    default = schedule(
+        scrapyd,
+        ("topic", "course"),
+        ("max_pages", "5"),
+        ("_version", VERSION),
+        ("setting", f"FOCUSED_DB={custom_db}"),
+    )
+    server.wait_finished(PROJECT, {given, default})
+
+    # the given critic: the whole site (home, two hubs, 12 leaves) in the items feed and the crawl database
+    files = job_files(scrapyd, given)
+    assert files["db"].exists(), files["log"].read_text()[-3000:]
+    pages = list(iter_pages(files["db"]))
+    items = [json.loads(line) for line in files["items"].read_text().splitlines()]
+    assert len(pages) == len(items) == 15
+    assert {p.url for p in pages} == {item["url"] for item in items}
+    assert {p.predicted_class for p in pages if "/sport/" in p.url} == {"sport"}
+    meta = read_meta(files["db"])
+    assert meta["topic"] == "sport" and meta["critic_model"] == str(model)
+    assert "'finish_reason': 'finished'" in files["log"].read_text()
+
+    # the default model, read from the egg; FOCUSED_DB given with {job}
+    files = job_files(scrapyd, default)
+    log = files["log"].read_text()
+    db = Path(str(custom_db).format(job=default))
+    assert db.exists() and not files["db"].exists(), log[-3000:]
+    meta = read_meta(db)
+    assert meta["topic"] == "course" and meta["critic_model"] == DEFAULT_MODEL
+    assert f".egg/{MODELS_PACKAGE}/webkb-pagetype.npz" in log
+    pages = list(iter_pages(db))
+    assert 5 <= len(pages) <= 7 and len(files["items"].read_text().splitlines()) == len(pages)
+    assert {p.predicted_class for p in pages} <= set(load_critic(PROJECT_ROOT / DEFAULT_MODEL).classes)
+    assert "'finish_reason': 'focused_max_pages'" in log
+
+
+def test_a_bad_argument_fails_the_job_in_one_line(scrapyd):
+    job = schedule(scrapyd, ("topic", "course"), ("pages", "5"))
+    scrapyd["server"].wait_finished(PROJECT, {job})
+    log = job_files(scrapyd, job)["log"].read_text()
+    assert "unknown spider argument(s): pages" in log and "Traceback" not in log
+
+
+def test_packaged_model_from_a_zip(tmp_path, monkeypatch):
+    """A relative ``models/NAME`` missing under the project root is read from the package, even zipped."""
+    egg = tmp_path / "models.egg"
+    with zipfile.ZipFile(egg, "w") as archive:
+        archive.writestr(f"{MODELS_PACKAGE}/__init__.py", "")
+        archive.write(PROJECT_ROOT / DEFAULT_MODEL, f"{MODELS_PACKAGE}/webkb-pagetype.npz")
+    monkeypatch.chdir(tmp_path)  # no scrapy.cfg above: the project root is here, without models/
+    monkeypatch.syspath_prepend(str(egg))
+    installed = sys.modules.pop(MODELS_PACKAGE, None)  # an installed focused_models must not answer
+    try:
+        critic, source = load_model(DEFAULT_MODEL, load_critic)
+        assert source.packaged and source.name == DEFAULT_MODEL and "course" in critic.classes
+        assert str(source.resource).startswith(str(egg))
+        assert not locate_model("models/none.npz").packaged  # a missing model stays a missing file
+        assert not locate_model(tmp_path / DEFAULT_MODEL).packaged  # an absolute path is never redirected
+        (tmp_path / "models").mkdir()
+        (tmp_path / DEFAULT_MODEL).write_bytes(b"")  # a file under the project root wins
+        assert locate_model(DEFAULT_MODEL).resource == tmp_path / DEFAULT_MODEL
+    finally:
+        sys.modules.pop(MODELS_PACKAGE, None)
+        if installed is not None:
+            sys.modules[MODELS_PACKAGE] = installed
