@@ -44,7 +44,9 @@ cut off from Redis for longer than the lease) back in ``waiting``, counted in
 ``retry_seconds``, then raises :class:`~focused.frontier.store.StoreError`;
 from then on each call tries once (no waiting) until Redis answers again. A
 script whose reply was lost may have run: a pop then leaves leases nobody
-holds, which come back when they expire, so nothing popped is lost.
+holds, which come back when they expire, so nothing popped is lost; a push
+retried then reports its URLs as seen or merged (and a merged parent counts
+twice in ``mean``).
 """
 
 from __future__ import annotations
