@@ -7,14 +7,26 @@ STRATEGY ?= apprentice
 PAGES ?= 300
 BENCH_ARGS ?=
 
-.PHONY: help install crawl demo test bench bench-quick bench-frontier bench-features models lint format clean
+
+.PHONY: help install install-redis crawl demo test bench bench-quick bench-frontier bench-features models lint format clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-install:  ## install the pinned dependencies and the package (editable)
+install:  ## install the pinned dependencies, the package (editable) and redis-server (the Redis tests)
+	@command -v redis-server >/dev/null || $(MAKE) --no-print-directory install-redis
 	$(PIP) install -q -r requirements.txt
 	$(PIP) install -q --no-deps -e .
+
+install-redis:  ## install redis-server from Debian's packages (as root; CI)
+	@if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "redis-server is missing: install it (Debian: sudo apt-get install redis-server) for the Redis tests" >&2; \
+	else \
+		log=$$(mktemp); \
+		if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+				redis-server; } >$$log 2>&1; then cat $$log >&2; rm -f $$log; exit 1; fi; \
+		rm -f $$log; echo "installed $$(redis-server --version | cut -d' ' -f1-3)"; \
+	fi
 
 crawl: install  ## offline demo crawl of the WebKB replay; SEEDS=url[,url] TOPIC=... crawls the live web
 ifeq ($(strip $(SEEDS)),)

@@ -92,11 +92,24 @@ FOCUSED_APPRENTICE_ALPHA = 0.1
 #: the paper's recall crawler (§3.6). ``-a restrict_to=crawl.sqlite``.
 FOCUSED_RESTRICT_TO = ""
 #: Where the frontier (waiting URLs, in-flight leases, the seen-set) lives:
-#: ``auto`` (``sqlite`` with JOBDIR, else ``memory``), ``memory`` or ``sqlite``
-#: (``JOBDIR/frontier.sqlite``, survives kill -9).
+#: ``auto`` (``redis`` with REDIS_URL, ``sqlite`` with JOBDIR, else ``memory``), ``memory``, ``sqlite``
+#: (``JOBDIR/frontier.sqlite``, survives kill -9) or ``redis`` (shared by several crawler processes).
 FOCUSED_FRONTIER_STORE = "auto"
 #: A durable store commits every this many operations...
 FOCUSED_FRONTIER_COMMIT_OPS = 1000
 #: ...or this many seconds, whichever comes first: what a kill -9 can lose
 #: (and fetch again after the resume).
 FOCUSED_FRONTIER_COMMIT_SECONDS = 1.0
+#: Where the Redis frontier lives (``FOCUSED_FRONTIER_STORE=redis``, or ``auto`` when set):
+#: ``redis://HOST:6379/0``, as scrapy-redis names it (its ``REDIS_PARAMS`` apply too).
+REDIS_URL = ""
+#: Keys of the shared frontier are ``<prefix>:frontier:...``; empty: the spider's name.
+#: Workers of one crawl use the same prefix; a new crawl, a new prefix.
+FOCUSED_REDIS_PREFIX = ""
+#: A popped URL not acknowledged within this many seconds (its worker died) goes back to waiting;
+#: a live worker renews its leases.
+FOCUSED_REDIS_LEASE_SECONDS = 300.0
+#: Redis unreachable: retry with backoff this long, then stop the worker with one error line.
+FOCUSED_REDIS_RETRY_SECONDS = 60.0
+#: An idle worker waits this long for new URLs before it closes (it always waits while others hold leases).
+FOCUSED_REDIS_IDLE_SECONDS = 0.0

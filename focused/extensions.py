@@ -97,7 +97,7 @@ class JobDirCheck:
         from focused.pipelines import read_job
         from focused.scheduler import check_jobdir
 
-        check_jobdir(crawler.settings)
+        check_jobdir(crawler.settings, crawler.spidercls.name)
         jobdir = job_dir(crawler.settings)
         if jobdir:
             read_job(jobdir)

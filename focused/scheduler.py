@@ -19,7 +19,12 @@ scheduler keeps its frontier in a :class:`~focused.frontier.store.FrontierStore`
   outlinks scored and enqueued) or given up on it; only then is it
   acknowledged. With ``JOBDIR`` the store is SQLite
   (:class:`~focused.frontier.sqlite.SQLiteStore`), so after a crash or a kill
-  every in-flight request goes back to waiting and nothing is lost.
+  every in-flight request goes back to waiting and nothing is lost;
+* with ``REDIS_URL`` the store is Redis
+  (:class:`~focused.frontier.redis.RedisStore`), shared by every crawler
+  process of the crawl: a worker does not close while another holds leases
+  (their pages may bring new URLs), and one whose Redis is gone for longer
+  than ``FOCUSED_REDIS_RETRY_SECONDS`` stops with one error line.
 
 A request may carry a compact payload (for example hashed link features) in
 ``request.meta["focused_payload"]``; the scheduler moves it out of the meta
@@ -28,14 +33,20 @@ into the store, as bytes.
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
+import time
+import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
+from scrapy import signals as scrapy_signals
+from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Request
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
 from twisted.internet import task
 
@@ -62,11 +73,30 @@ PAYLOAD_META_KEY = "focused_payload"
 STORE_FILE = "frontier.sqlite"
 #: The frontier file of focused before the store existed: a pickle, never loaded.
 OLD_STATE_FILE = "focused-frontier.pickle"
-STORES = ("auto", "memory", "sqlite")
+STORES = ("auto", "memory", "sqlite", "redis")
 
 #: A re-scoring function: given, for each waiting request, the payloads of its
 #: parents, return each request's new priority (or None to keep it).
 Scorer = Callable[[list[list[Any]]], Sequence[int | None]]
+
+T = TypeVar("T")
+
+
+def _unless_the_store_fails(default: Any) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """A scheduler method that returns ``default`` and stops the crawl if its store gives up (Redis gone)."""
+
+    def wrap(method: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(method)
+        def guarded(self: FocusedScheduler, *args: Any) -> T:
+            try:
+                return method(self, *args)
+            except StoreError as exc:
+                self._store_failed(exc)
+                return default
+
+        return guarded
+
+    return wrap
 
 
 class FocusedScheduler:
@@ -79,7 +109,7 @@ class FocusedScheduler:
         self.jobdir = jobdir
         self.debug_duplicates = settings.getbool("DUPEFILTER_DEBUG")
         self._logged_duplicate = False
-        self.store_name = _store_name(settings.get("FOCUSED_FRONTIER_STORE") or "auto", jobdir)
+        self.store_name = _store_name(settings, jobdir)
         self.commit_seconds = settings.getfloat("FOCUSED_FRONTIER_COMMIT_SECONDS", 1.0)
         self._fingerprint = crawler.request_fingerprinter.fingerprint
         self.store: FrontierStore = MemoryStore()  # replaced in open()
@@ -90,12 +120,18 @@ class FocusedScheduler:
         self._finished: deque[tuple[int, str]] = deque()
         self._crawldb: CrawlDB | None = None
         self._timer: task.LoopingCall | None = None
+        #: dont_filter keys of workers sharing a frontier must differ
+        self._unfiltered = f"{uuid.uuid4().hex[:12]}:" if self.store_name == "redis" else ""
+        self._idle_since: float | None = None
+        self._store_error: StoreError | None = None
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         scheduler = cls(crawler, job_dir(crawler.settings))
         crawler.signals.connect(scheduler._on_rescore, signal=signals.rescore_frontier)
         crawler.signals.connect(scheduler._on_crawldb_opened, signal=signals.crawldb_opened)
+        if scheduler.store_name == "redis":
+            crawler.signals.connect(scheduler._on_idle, signal=scrapy_signals.spider_idle)
         return scheduler
 
     # -- Scrapy scheduler interface -------------------------------------------------
@@ -121,27 +157,37 @@ class FocusedScheduler:
             self._timer.stop()
         if not self._opened:
             return
-        self._settle()
-        self.store.close()
+        try:
+            if self._store_error is None:
+                self._settle()
+            self.store.close()
+        except StoreError as exc:  # Redis went away while closing: its leases come back when they expire
+            logger.error("%s", exc)
+            return
+        if self.store_name == "redis":
+            self.stats.set_value("focused/frontier/requeued", self.store.requeued)
         if self.jobdir:
             logger.info(
                 "Frontier saved in %s: %d waiting, %d in flight; resume with the same JOBDIR",
                 self.jobdir, len(self.store), self.store.in_flight,
             )  # fmt: skip
 
+    @_unless_the_store_fails(False)
     def has_pending_requests(self) -> bool:
-        return len(self.store) > 0
+        return self._store_error is None and len(self.store) > 0
 
+    @_unless_the_store_fails(0)
     def __len__(self) -> int:
         return len(self.store)
 
+    @_unless_the_store_fails(False)
     def enqueue_request(self, request: Request) -> bool:
         payload = request.meta.pop(PAYLOAD_META_KEY, None)
         blob = encode_payload(payload) if payload is not None else None
         if request.dont_filter:
             n = int(self.store.get_meta("unfiltered", 0)) + 1
             self.store.set_meta("unfiltered", n)
-            key = f"unfiltered:{n}"
+            key = f"unfiltered:{self._unfiltered}{n}"
         else:
             key = self._fingerprint(request).hex()
         result = self.store.push_many([Push(key, request, request.priority, blob)])[0]
@@ -157,7 +203,10 @@ class FocusedScheduler:
         self.stats.max_value("focused/frontier/max_size", size)
         return True
 
+    @_unless_the_store_fails(None)
     def next_request(self) -> Request | None:
+        if self._store_error is not None:
+            return None
         self._settle()
         popped = self.store.pop_many(1)
         if not popped:
@@ -214,9 +263,45 @@ class FocusedScheduler:
     def _submitted(self) -> int:
         return self._crawldb.submitted if self._crawldb is not None else 0
 
+    @_unless_the_store_fails(None)
     def _tick(self) -> None:
-        self._settle()
-        self.store.maybe_commit()
+        if self._store_error is None:
+            self._settle()
+            self.store.maybe_commit()
+
+    # -- a shared frontier -------------------------------------------------------------
+
+    def _on_idle(self) -> None:
+        """Keep an idle worker of a shared frontier open while other workers hold leases, and
+        ``FOCUSED_REDIS_IDLE_SECONDS`` more: their pages may bring new URLs."""
+        if self._store_error is not None:
+            return
+        try:
+            others = self.store.in_flight - len(self._leased) - len(self._finished)
+            busy = others > 0 or len(self.store) > 0
+        except StoreError as exc:
+            self._store_failed(exc)
+            return
+        now = time.monotonic()
+        if busy or self._idle_since is None:
+            self._idle_since = now
+        idle_seconds = self.crawler.settings.getfloat("FOCUSED_REDIS_IDLE_SECONDS", 0.0)
+        if busy or now - self._idle_since < idle_seconds:
+            logger.debug("Shared frontier: %d waiting, %d in flight at other workers; staying open", len(self), others)
+            raise DontCloseSpider
+
+    def _store_failed(self, exc: StoreError) -> None:
+        """The store gave up (Redis gone for longer than its retry time): one error line, and the crawl stops."""
+        if self._store_error is not None:
+            return
+        self._store_error = exc
+        logger.error("%s", exc)
+        self.stats.set_value("focused/frontier/error", str(exc))
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # no engine (a scheduler driven by hand)
+            return
+        deferred_from_coro(engine.close_spider_async(reason="frontier_unavailable"))
 
     def _on_crawldb_opened(self, db: CrawlDB) -> None:
         self._crawldb = db
@@ -240,22 +325,23 @@ class FocusedScheduler:
 
     def _open_store(self) -> FrontierStore:
         settings = self.crawler.settings
-        aggregation = settings.get("FOCUSED_PARENT_AGGREGATION", "max")
-        tiebreak = settings.get("FOCUSED_TIEBREAK", "fifo")
-        seed = settings.getint("FOCUSED_SEED", 0)
+        options = _options(settings)
+        spider = self.spider
+        codec: dict[str, Any] = {
+            "encode": lambda request: encode_request(request, spider),
+            "decode": lambda text: decode_request(text, spider),
+        }
         try:
             if self.store_name == "memory":
-                return MemoryStore(aggregation, tiebreak, seed)
+                return MemoryStore(**options)
+            if self.store_name == "redis":
+                return _open_redis(settings, spider.name if spider else "focused", codec)
             assert self.jobdir
             check_jobdir(settings)
-            spider = self.spider
             return SQLiteStore(
                 Path(self.jobdir, STORE_FILE),
-                encode=lambda request: encode_request(request, spider),
-                decode=lambda text: decode_request(text, spider),
-                aggregation=aggregation,
-                tiebreak=tiebreak,
-                seed=seed,
+                **codec,
+                **options,
                 commit_ops=settings.getint("FOCUSED_FRONTIER_COMMIT_OPS", 1000),
                 commit_seconds=self.commit_seconds,
             )
@@ -263,10 +349,16 @@ class FocusedScheduler:
             raise ConfigError(str(exc)) from exc
 
 
-def check_jobdir(settings: BaseSettings) -> None:
-    """Refuse, before the crawl starts, a job directory whose frontier cannot be resumed (ConfigError)."""
+def check_jobdir(settings: BaseSettings, spider_name: str = "focused") -> None:
+    """Refuse, before the crawl starts, a job directory whose frontier cannot be resumed, or a Redis
+    frontier that cannot be reached or was started with other options (ConfigError)."""
     jobdir = job_dir(settings)
-    name = _store_name(settings.get("FOCUSED_FRONTIER_STORE") or "auto", jobdir)
+    name = _store_name(settings, jobdir)
+    if name == "redis":
+        try:
+            _open_redis(settings, spider_name, {"encode": str, "decode": str}).close()
+        except (StoreError, ValueError) as exc:
+            raise ConfigError(str(exc)) from exc
     if not jobdir or not Path(jobdir).is_dir():
         return
     if Path(jobdir, OLD_STATE_FILE).exists():
@@ -281,14 +373,41 @@ def check_jobdir(settings: BaseSettings) -> None:
             raise ConfigError(str(exc)) from exc
 
 
-def _store_name(name: str, jobdir: str | None) -> str:
+def _store_name(settings: BaseSettings, jobdir: str | None) -> str:
+    name = settings.get("FOCUSED_FRONTIER_STORE") or "auto"
     if name not in STORES:
         raise ConfigError(f"unknown FOCUSED_FRONTIER_STORE {name!r}; valid: {', '.join(STORES)}")
     if name == "auto":
-        return "sqlite" if jobdir else "memory"
+        return "redis" if settings.get("REDIS_URL") else "sqlite" if jobdir else "memory"
     if name == "sqlite" and not jobdir:
         raise ConfigError("FOCUSED_FRONTIER_STORE=sqlite keeps the frontier in JOBDIR: set -s JOBDIR=DIR")
+    if name == "redis" and not settings.get("REDIS_URL"):
+        raise ConfigError("FOCUSED_FRONTIER_STORE=redis needs the server: set -s REDIS_URL=redis://HOST:6379/0")
     return name
+
+
+def _options(settings: BaseSettings) -> dict[str, Any]:
+    return {
+        "aggregation": settings.get("FOCUSED_PARENT_AGGREGATION", "max"),
+        "tiebreak": settings.get("FOCUSED_TIEBREAK", "fifo"),
+        "seed": settings.getint("FOCUSED_SEED", 0),
+    }
+
+
+def _open_redis(settings: BaseSettings, spider_name: str, codec: dict[str, Any]) -> FrontierStore:
+    """The shared frontier at ``REDIS_URL`` (scrapy-redis's connection settings), keys under the prefix."""
+    from scrapy_redis.connection import get_redis_from_settings
+
+    from focused.frontier.redis import RedisStore
+
+    return RedisStore(
+        get_redis_from_settings(settings),
+        prefix=settings.get("FOCUSED_REDIS_PREFIX") or spider_name,
+        **codec,
+        **_options(settings),
+        lease_seconds=settings.getfloat("FOCUSED_REDIS_LEASE_SECONDS", 300.0),
+        retry_seconds=settings.getfloat("FOCUSED_REDIS_RETRY_SECONDS", 60.0),
+    )
 
 
 def _engine_requests(crawler: Crawler) -> set[Request] | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sqlite3
@@ -12,20 +13,34 @@ import time
 import pytest
 
 from focused.frontier.memory import MemoryStore
+from focused.frontier.redis import RedisStore, connect
 from focused.frontier.sqlite import SQLiteStore
 from focused.frontier.store import Push, PushResult, StoreError, frame, unframe
+
+_prefixes = itertools.count()
 
 
 def make_sqlite(path, **kw):
     return SQLiteStore(path, encode=json.dumps, decode=json.loads, **kw)
 
 
-@pytest.fixture(params=["memory", "sqlite"])
+def make_redis(url, prefix=None, **kw):
+    """A RedisStore under a new prefix (each test its own frontier), or under ``prefix`` (a shared one)."""
+    prefix = prefix or f"test{os.getpid()}-{next(_prefixes)}"
+    return RedisStore(connect(url), prefix=prefix, encode=json.dumps, decode=json.loads, **kw)
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
 def make(request, tmp_path):
     opened = []
 
     def factory(**kw):
-        store = MemoryStore(**kw) if request.param == "memory" else make_sqlite(tmp_path / "f.sqlite", **kw)
+        if request.param == "memory":
+            store = MemoryStore(**kw)
+        elif request.param == "sqlite":
+            store = make_sqlite(tmp_path / "f.sqlite", **kw)
+        else:
+            store = make_redis(request.getfixturevalue("redis_server").url, **kw)
         opened.append(store)
         return store
 

@@ -2,7 +2,7 @@
 
 * :mod:`focused.frontier.heap`: the in-memory best-first heap (parent merge, re-scoring);
 * :mod:`focused.frontier.store`: the store interface the scheduler uses;
-* :mod:`focused.frontier.memory`, :mod:`focused.frontier.sqlite`: its backends;
+* :mod:`focused.frontier.memory`, :mod:`focused.frontier.sqlite`, :mod:`focused.frontier.redis`: its backends;
 * :mod:`focused.frontier.payloads`, :mod:`focused.frontier.requests`: requests and payloads as data (no pickle).
 """
 

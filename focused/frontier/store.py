@@ -18,8 +18,8 @@ URL is never marked seen without also being waiting, in flight or done.
 
 Backends: :class:`~focused.frontier.memory.MemoryStore` (a heap, the default
 without ``JOBDIR``) and :class:`~focused.frontier.sqlite.SQLiteStore` (embedded,
-durable, the default with ``JOBDIR``). A Redis store implements the same
-interface for distributed crawls.
+durable, the default with ``JOBDIR``) and :class:`~focused.frontier.redis.RedisStore`
+(shared by the crawler processes of a distributed crawl, the default with ``REDIS_URL``).
 """
 
 from __future__ import annotations

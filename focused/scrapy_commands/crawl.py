@@ -7,7 +7,8 @@ spider and its components. Scrapy's own command lets the error escape the crawl
 task, and asyncio logs it with a full traceback. This command retrieves the
 error from the task itself and logs its message, which already names the file
 or argument and says what to do; the exit code stays 1. Any other error keeps
-its traceback.
+its traceback. A crawl stopped because its shared frontier became unreachable
+(Redis gone) also exits with 1.
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ logger = logging.getLogger("focused")
 
 #: Errors whose message is the whole story.
 USER_ERRORS = (ConfigError, ModelFileError)
+#: Why a crawl that started may have stopped early for a reason already logged (the exit code is then 1).
+FAILED_REASONS = ("frontier_unavailable",)
 
 
 class Command(ScrapyCrawlCommand):
@@ -38,10 +41,12 @@ class Command(ScrapyCrawlCommand):
         if len(args) != 1:
             raise UsageError("give one spider name: scrapy crawl focused -a topic=...")
         assert self.crawler_process
-        started = self.crawler_process.crawl(self._create_crawler(args[0]), **opts.spargs)
+        crawler = self._create_crawler(args[0])
+        started = self.crawler_process.crawl(crawler, **opts.spargs)
         report_user_errors(started)
         self.crawler_process.start()
-        if self.crawler_process.bootstrap_failed:
+        stopped = crawler.stats.get_value("finish_reason") in FAILED_REASONS if crawler.stats else False
+        if self.crawler_process.bootstrap_failed or stopped:
             self.exitcode = 1
 
 

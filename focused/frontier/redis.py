@@ -1,0 +1,382 @@
+"""The shared frontier store: Redis, for several crawler processes (on one or more machines) crawling together.
+
+Every change is one Lua script (:mod:`focused.frontier.redis_lua`), atomic in
+Redis: two workers never pop the same entry nor add a URL twice. Keys, under
+``<prefix>:frontier:`` (the prefix defaults to the spider's name, as scrapy-redis
+names its keys)::
+
+    seen       SET    every key accepted: waiting, in flight or done (the seen-set)
+    waiting    ZSET   waiting keys; score -priority * 2**33 + rank (lowest pops first)
+    leases     ZSET   in-flight keys; score = lease expiry, ms of the Redis server's clock
+    popped     HASH   in-flight key -> its waiting score (to give it back, or requeue it)
+    items      HASH   key -> request as JSON (``encode``/``decode``; never pickle)
+    payloads   HASH   key -> the parents' payloads, framed (:func:`~focused.frontier.store.frame`)
+    parents    HASH   key -> "first n sum max" of the parents' priorities, for merging
+    attempts   HASH   key -> times popped (``Popped.attempts``)
+    counter    STRING discovery order, shared by the workers (FIFO ties)
+    meta       HASH   name -> JSON (format, options, whatever the crawl keeps)
+
+A done entry keeps only its member of ``seen``.
+
+**Scores.** One sorted set gives best-first order with exact ties: the score
+``-priority * 2**33 + rank`` is an integer, and with ``|priority| < 2**20``
+(priorities are 0..1,000,001, a few more with Scrapy's redirect/retry
+adjustments; larger ones are clipped) and ``0 <= rank < 2**33`` it stays
+below 2**53, where doubles are exact. Higher priority gives a lower score, so
+``ZPOPMIN`` pops it first; among equal priorities the lower rank: the shared
+discovery counter (``fifo``, 8.6 billion URLs before it wraps) or the top 33
+bits of :func:`~focused.frontier.store.tie_value` (``random``, seeded). A
+lexicographic member (priority digits + rank + key) would order the same but
+needs ``ZRANGEBYLEX`` scans and a second index for re-scoring; a numeric score
+lets ``ZADD XX`` re-score in place. The rank is recovered from the score
+(``score mod 2**33``), so a re-score or a merge keeps an entry's place among
+its equals.
+
+**Leases.** A popped entry stays in ``leases`` until acknowledged (done) or
+given back; the worker holding it renews it while it is alive
+(:meth:`RedisStore.maybe_commit`), and the reaper (run by every pop and every
+:meth:`RedisStore.maybe_commit`) puts leases that expired (a worker killed, or
+cut off from Redis for longer than the lease) back in ``waiting``, counted in
+:attr:`RedisStore.requeued`; the next pop counts the re-fetch in ``attempts``.
+
+**Outages.** A call that cannot reach Redis is retried with exponential backoff
+(one warning per outage, one line when Redis is back) for up to
+``retry_seconds``, then raises :class:`~focused.frontier.store.StoreError`;
+from then on each call tries once (no waiting) until Redis answers again. A
+script whose reply was lost may have run: a pop then leaves leases nobody
+holds, which come back when they expire, so nothing popped is lost; a push
+retried then reports its URLs as seen or merged (and a merged parent counts
+twice in ``mean``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from functools import partial
+from typing import Any, TypeVar, cast
+
+import redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+from focused.frontier import redis_lua
+from focused.frontier.store import (
+    Popped,
+    Push,
+    PushResult,
+    Rescorer,
+    StoreError,
+    check_options,
+    frame,
+    tie_value,
+    unframe,
+)
+
+logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
+
+FORMAT = "focused.frontier.redis"
+FORMAT_VERSION = 1
+SHIFT = 2**33
+MAX_PRIORITY = 2**20 - 1
+#: waiting entries read per ZSCAN/HMGET round trip when re-scoring
+RESCORE_CHUNK = 10_000
+#: expired leases requeued per script call
+REAP_LIMIT = 1000
+#: errors that mean "Redis is not reachable right now" (down, restarting, loading its data, a failover)
+TRANSIENT = (redis.ConnectionError, redis.TimeoutError, redis.exceptions.ReadOnlyError, redis.exceptions.TryAgainError)
+KEY_NAMES = ("seen", "waiting", "leases", "popped", "items", "payloads", "parents", "attempts", "counter", "meta")
+
+
+def connect(url: str, timeout: float = 10.0) -> redis.Redis:
+    """A client for ``url`` (``redis://HOST:PORT/DB``), with socket timeouts; the store does the retrying."""
+    return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
+
+
+def score(priority: int, rank: int) -> int:
+    """The waiting score of an entry (module docstring): lower pops first."""
+    return -max(-MAX_PRIORITY, min(MAX_PRIORITY, int(priority))) * SHIFT + rank
+
+
+def priority_of(value: float) -> int:
+    """The priority a waiting score encodes."""
+    return -(int(value) // SHIFT)
+
+
+class RedisStore:
+    """:class:`~focused.frontier.store.FrontierStore` in Redis, shared by workers (see the module docstring).
+
+    ``client`` is a ``redis.Redis`` (bytes replies); its own retries are
+    turned off, this store retries. Workers of one crawl use the same
+    ``prefix`` and the same ``aggregation`` and ``tiebreak`` (a different
+    one is refused with :class:`StoreError`).
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        *,
+        prefix: str,
+        encode: Callable[[Any], str],
+        decode: Callable[[str], Any],
+        aggregation: str = "max",
+        tiebreak: str = "fifo",
+        seed: int = 0,
+        lease_seconds: float = 300.0,
+        retry_seconds: float = 60.0,
+    ) -> None:
+        check_options(aggregation, tiebreak)
+        self.client = client
+        client.set_retry(Retry(NoBackoff(), 0))
+        self.prefix = prefix
+        self.encode = encode
+        self.decode = decode
+        self.aggregation = aggregation
+        self.tiebreak = tiebreak
+        self.seed = int(seed)
+        self.lease_ms = max(1, round(lease_seconds * 1000))
+        self.retry_seconds = float(retry_seconds)
+        self.requeued = 0
+        self.worker = uuid.uuid4().hex[:12]
+        self.k = {name: f"{prefix}:frontier:{name}" for name in KEY_NAMES}
+        self._scripts = {
+            name: client.register_script(getattr(redis_lua, name.upper()))
+            for name in ("push", "pop", "reap", "ack", "give_back", "renew")
+        }
+        self._held: set[str] = set()
+        self._renewed = time.monotonic()
+        self._down_since: float | None = None
+        self._gave_up = False
+        self._closed = False
+        self._call(self._check_format)
+
+    # -- Redis calls, retried --------------------------------------------------------------
+
+    def _keys(self, *names: str) -> list[str]:
+        return [self.k[name] for name in names]
+
+    def _call(self, fn: Callable[[], T]) -> T:
+        """``fn()``, retried with backoff while Redis is unreachable (module docstring)."""
+        delay = 0.05
+        while True:
+            try:
+                result = fn()
+            except TRANSIENT as exc:
+                now = time.monotonic()
+                if self._down_since is None:
+                    self._down_since = now
+                    logger.warning(
+                        "Redis frontier %s unreachable (%s): retrying for up to %.0f s", self.prefix, exc,
+                        self.retry_seconds,
+                    )  # fmt: skip
+                if self._gave_up or now - self._down_since >= self.retry_seconds:
+                    self._gave_up = True
+                    raise StoreError(
+                        f"Redis frontier {self.prefix}: Redis unreachable for {now - self._down_since:.0f} s ({exc}); "
+                        "start Redis, then this crawl again (URLs it had popped come back when their leases expire)"
+                    ) from exc
+                time.sleep(min(delay, max(0.0, self._down_since + self.retry_seconds - now)))
+                delay = min(delay * 2, 2.0)
+                continue
+            except redis.ResponseError as exc:
+                raise StoreError(f"Redis frontier {self.prefix}: {exc}") from exc
+            if self._down_since is not None:
+                logger.info("Redis frontier %s: Redis is back after %.1f s", self.prefix, self._since_down())
+                self._down_since, self._gave_up = None, False
+            return result
+
+    def _since_down(self) -> float:
+        return time.monotonic() - self._down_since if self._down_since is not None else 0.0
+
+    def _check_format(self) -> None:
+        """Stamp a new frontier with its format and options; refuse one written otherwise."""
+        expected = {
+            "format": FORMAT,
+            "format_version": FORMAT_VERSION,
+            "aggregation": self.aggregation,
+            "tiebreak": self.tiebreak,
+        }
+        with self.client.pipeline() as pipe:
+            for name, value in expected.items():
+                pipe.hsetnx(self.k["meta"], name, json.dumps(value))
+            pipe.hmget(self.k["meta"], list(expected))
+            found = pipe.execute()[-1]
+        for (name, value), raw in zip(expected.items(), found, strict=True):
+            if raw is None or json.loads(raw) != value:
+                shown = raw.decode(errors="replace") if raw is not None else "nothing"
+                raise StoreError(
+                    f"Redis frontier {self.prefix}: {name} is {shown}, this crawl needs {json.dumps(value)}; "
+                    "use the same settings as the other workers, or another FOCUSED_REDIS_PREFIX"
+                )
+
+    # -- the store interface ------------------------------------------------------------------
+
+    def push_many(self, pushes: Sequence[Push]) -> list[PushResult]:
+        if not pushes:
+            return []
+        ranks = self._random_ranks(len(pushes)) if self.tiebreak == "random" else [""] * len(pushes)
+        args: list[Any] = [self.aggregation]
+        for push, rank in zip(pushes, ranks, strict=True):
+            priority = max(-MAX_PRIORITY, min(MAX_PRIORITY, int(push.priority)))
+            payload = frame([push.payload]) if push.payload is not None else b""
+            args += [push.key, priority, self.encode(push.item), payload, rank]
+        keys = self._keys("seen", "waiting", "parents", "items", "payloads", "counter")
+        results = self._call(lambda: self._scripts["push"](keys, args))
+        return [PushResult(int(r)) for r in results]
+
+    def _random_ranks(self, n: int) -> list[int]:
+        """Ranks for ``random`` ties: the seeded tie values of ``n`` numbers of the shared counter."""
+        last = int(self._call(lambda: self.client.incrby(self.k["counter"], n)))
+        return [int(tie_value("random", self.seed, c) * SHIFT) for c in range(last - n, last)]
+
+    def pop_many(self, n: int = 1) -> list[Popped]:
+        if n <= 0:
+            return []
+        keys = self._keys("waiting", "leases", "popped", "attempts", "items")
+        reply = self._call(lambda: self._scripts["pop"](keys, [n, self.lease_ms, REAP_LIMIT]))
+        self._count_requeued(int(reply[0]))
+        out: list[Popped] = []
+        bad: list[str] = []
+        for i in range(1, len(reply), 4):
+            key, raw_score, attempts, item = reply[i].decode(), reply[i + 1], int(reply[i + 2]), reply[i + 3]
+            try:
+                if item is None:
+                    raise ValueError("no request stored")
+                out.append(Popped(key, self.decode(item.decode()), priority_of(float(raw_score)), attempts))
+            except Exception as exc:  # a malformed entry never crashes the crawl
+                logger.error("Redis frontier %s: skipped malformed entry %s (%s)", self.prefix, key, exc)
+                bad.append(key)
+                continue
+            self._held.add(key)
+        if bad:
+            self.ack_many(bad)
+        return out
+
+    def ack_many(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        if keys:
+            names = self._keys("waiting", "leases", "popped", "attempts", "items", "payloads", "parents")
+            self._call(lambda: self._scripts["ack"](names, keys))
+            self._held.difference_update(keys)
+
+    def give_back_many(self, keys: Iterable[str]) -> None:
+        keys = list(keys)
+        if keys:
+            self._call(lambda: self._scripts["give_back"](self._keys("waiting", "leases", "popped"), keys))
+            self._held.difference_update(keys)
+
+    def rescore(self, rescorer: Rescorer) -> int:
+        """Re-score waiting entries in chunks: ZSCAN + HMGET of their payloads, then one ``ZADD XX`` per chunk.
+
+        An entry popped meanwhile by another worker is not re-added (``XX``);
+        one merged meanwhile gets the re-scored priority.
+        """
+        changed = 0
+        done: set[bytes] = set()
+        cursor = 0
+        while True:
+            cursor, pairs = self._call(partial(self._zscan, cursor))
+            pairs = [(m, s) for m, s in pairs if m not in done]
+            done.update(m for m, _ in pairs)
+            if pairs:
+                changed += self._rescore_chunk(rescorer, pairs)
+            if cursor == 0:
+                return changed
+
+    def _zscan(self, cursor: int) -> tuple[int, list[tuple[bytes, float]]]:
+        return cast(Any, self.client.zscan(self.k["waiting"], cursor, count=RESCORE_CHUNK))
+
+    def _rescore_chunk(self, rescorer: Rescorer, pairs: list[tuple[bytes, float]]) -> int:
+        members = [m for m, _ in pairs]
+        blobs: list[bytes | None] = self._call(lambda: cast(Any, self.client.hmget(self.k["payloads"], members)))
+        entries: list[tuple[bytes, int]] = []
+        payloads: list[list[bytes]] = []
+        for (member, value), blob in zip(pairs, blobs, strict=True):
+            if not blob:
+                continue
+            try:
+                payloads.append(unframe(blob))
+            except ValueError as exc:
+                logger.error("Redis frontier %s: skipped malformed payloads of %s (%s)", self.prefix, member, exc)
+                continue
+            entries.append((member, int(value)))
+        if not entries:
+            return 0
+        new = rescorer(payloads)
+        if len(new) != len(entries):
+            raise ValueError(f"rescorer returned {len(new)} priorities for {len(entries)} entries")
+        updates = {}
+        for (member, old), p in zip(entries, new, strict=True):
+            if p is not None and int(p) != priority_of(old):
+                updates[member] = score(int(p), old % SHIFT)
+        if updates:
+            self._call(lambda: self.client.zadd(self.k["waiting"], cast(Any, updates), xx=True))
+        return len(updates)
+
+    def seen(self, key: str) -> bool:
+        return bool(self._call(lambda: self.client.sismember(self.k["seen"], key)))
+
+    def __len__(self) -> int:
+        return int(self._call(lambda: self.client.zcard(self.k["waiting"])))
+
+    @property
+    def in_flight(self) -> int:
+        """Entries in flight at every worker of this frontier."""
+        return int(self._call(lambda: self.client.zcard(self.k["leases"])))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        raw = self._call(lambda: self.client.hget(self.k["meta"], key))
+        if raw is None:
+            return default
+        try:
+            return json.loads(raw)
+        except ValueError as exc:
+            logger.error("Redis frontier %s: meta %s is not JSON (%s); using %r", self.prefix, key, exc, default)
+            return default
+
+    def set_meta(self, key: str, value: Any) -> None:
+        text = json.dumps(value)
+        self._call(lambda: self.client.hset(self.k["meta"], key, text))
+
+    def commit(self) -> None:
+        """Nothing to do: every write is in Redis when its call returns."""
+
+    def maybe_commit(self) -> None:
+        """Renew this worker's leases (every third of a lease) and requeue expired ones of any worker."""
+        if self._held and time.monotonic() - self._renewed >= self.lease_ms / 3000:
+            keys, args = self._keys("waiting", "leases", "popped"), [str(self.lease_ms), *sorted(self._held)]
+            self._call(lambda: self._scripts["renew"](keys, args))
+            self._renewed = time.monotonic()
+        self.reap()
+
+    def reap(self) -> int:
+        """Requeue expired leases (of any worker); returns how many."""
+        keys = self._keys("waiting", "leases", "popped")
+        n = int(self._call(lambda: self._scripts["reap"](keys, [REAP_LIMIT])))
+        self._count_requeued(n)
+        return n
+
+    def _count_requeued(self, n: int) -> None:
+        if n:
+            self.requeued += n
+            logger.info("Redis frontier %s: %d expired leases went back to waiting", self.prefix, n)
+
+    def close(self) -> None:
+        """Give back the leases this worker still holds (other workers fetch them), and disconnect."""
+        if self._closed:
+            return
+        self._closed = True
+        try:
+            if self._held and not self._gave_up:
+                self.give_back_many(sorted(self._held))
+        finally:
+            self.client.close()
+
+    def clear(self) -> int:
+        """Delete this frontier from Redis (every key under the prefix); returns how many keys existed."""
+        return int(self._call(lambda: self.client.delete(*self.k.values())))

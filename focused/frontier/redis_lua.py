@@ -1,0 +1,141 @@
+"""The Lua scripts of :class:`~focused.frontier.redis.RedisStore`: every change to the frontier is one of them.
+
+A script runs atomically in Redis, so two crawler processes sharing a frontier
+never pop the same entry, never add a URL twice, and never see half of a push.
+Scores of the waiting sorted set are ``-priority * 2**33 + rank`` (see the
+store's docstring): integers below 2**53, exact as doubles, and formatted with
+``%.17g`` (Lua's default ``%.14g`` would round them). Lease expiries are
+milliseconds of the Redis server's clock (``TIME``), so workers on several
+machines need no synchronised clocks.
+"""
+
+from __future__ import annotations
+
+#: Shared by the scripts: exact score text, the lease clock, and the reaper.
+#: KEYS[1] waiting, KEYS[2] leases, KEYS[3] popped (key -> its waiting score) in every script that reaps.
+PRELUDE = """
+local SHIFT = 8589934592
+local function fmt(x) return string.format('%.17g', x) end
+local function now_ms()
+  local t = redis.call('TIME')
+  return tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)
+end
+local function reap(now, limit)
+  local expired = redis.call('ZRANGEBYSCORE', KEYS[2], '-inf', now, 'LIMIT', 0, limit)
+  for _, key in ipairs(expired) do
+    redis.call('ZADD', KEYS[1], redis.call('HGET', KEYS[3], key) or '0', key)
+    redis.call('ZREM', KEYS[2], key)
+    redis.call('HDEL', KEYS[3], key)
+  end
+  return #expired
+end
+"""
+
+#: KEYS: seen, waiting, parents, items, payloads, counter.
+#: ARGV: aggregation, then five per push: key, priority, item, framed payload ('' = none),
+#: tie rank ('' = the next number of the shared counter: discovery order).
+#: Returns one PushResult per push (0 new, 1 merged, 2 seen).
+PUSH = """
+local SHIFT = 8589934592
+local function fmt(x) return string.format('%.17g', x) end
+local function round_half_even(x)  -- Python's round()
+  local f = math.floor(x)
+  local d = x - f
+  if d > 0.5 or (d == 0.5 and f % 2 == 1) then return f + 1 end
+  return f
+end
+local aggregation = ARGV[1]
+local out = {}
+for i = 2, #ARGV, 5 do
+  local key, p, payload = ARGV[i], tonumber(ARGV[i + 1]), ARGV[i + 3]
+  if redis.call('SADD', KEYS[1], key) == 1 then
+    local rank = tonumber(ARGV[i + 4]) or redis.call('INCR', KEYS[6])
+    redis.call('ZADD', KEYS[2], fmt(-p * SHIFT + rank), key)
+    redis.call('HSET', KEYS[3], key, fmt(p) .. ' 1 ' .. fmt(p) .. ' ' .. fmt(p))
+    redis.call('HSET', KEYS[4], key, ARGV[i + 2])
+    if payload ~= '' then redis.call('HSET', KEYS[5], key, payload) end
+    out[#out + 1] = 0
+  else
+    local score = tonumber(redis.call('ZSCORE', KEYS[2], key))
+    if score then
+      local record = redis.call('HGET', KEYS[3], key) or ''
+      local first, n, total, best = string.match(record, '^(%S+) (%S+) (%S+) (%S+)$')
+      first, n, total, best = tonumber(first) or p, tonumber(n) or 0, tonumber(total) or 0, tonumber(best) or p
+      n, total, best = n + 1, total + p, math.max(best, p)
+      local new = best
+      if aggregation == 'first' then new = first elseif aggregation == 'mean' then new = round_half_even(total / n) end
+      local old = -math.floor(score / SHIFT)
+      redis.call('ZADD', KEYS[2], fmt(-new * SHIFT + score + old * SHIFT), key)
+      redis.call('HSET', KEYS[3], key, fmt(first) .. ' ' .. fmt(n) .. ' ' .. fmt(total) .. ' ' .. fmt(best))
+      if payload ~= '' then
+        redis.call('HSET', KEYS[5], key, (redis.call('HGET', KEYS[5], key) or '') .. payload)
+      end
+      out[#out + 1] = 1
+    else
+      out[#out + 1] = 2
+    end
+  end
+end
+return out
+"""
+
+#: KEYS: waiting, leases, popped, attempts, items. ARGV: n, lease milliseconds, reap limit.
+#: Returns {reaped, key1, score1, attempts1, item1, key2, ...}; a missing item is nil.
+POP = (
+    PRELUDE
+    + """
+local now = now_ms()
+local out = {reap(now, tonumber(ARGV[3]))}
+local popped = redis.call('ZPOPMIN', KEYS[1], ARGV[1])
+local expiry = now + tonumber(ARGV[2])
+for i = 1, #popped, 2 do
+  local key, score = popped[i], popped[i + 1]
+  redis.call('ZADD', KEYS[2], expiry, key)
+  redis.call('HSET', KEYS[3], key, score)
+  out[#out + 1] = key
+  out[#out + 1] = score
+  out[#out + 1] = redis.call('HINCRBY', KEYS[4], key, 1) - 1
+  out[#out + 1] = redis.call('HGET', KEYS[5], key)
+end
+return out
+"""
+)
+
+#: KEYS: waiting, leases, popped. ARGV: reap limit. Returns how many expired leases went back to waiting.
+REAP = PRELUDE + "return reap(now_ms(), tonumber(ARGV[1]))"
+
+#: KEYS: waiting, leases, popped, attempts, items, payloads, parents. ARGV: keys.
+#: The entries are done (a lease that expired and went back to waiting too): only the seen-set keeps them.
+#: Returns how many were in flight.
+ACK = """
+local n = 0
+for _, key in ipairs(ARGV) do
+  n = n + redis.call('ZREM', KEYS[2], key)
+  redis.call('ZREM', KEYS[1], key)
+  for i = 3, 7 do redis.call('HDEL', KEYS[i], key) end
+end
+return n
+"""
+
+#: KEYS: waiting, leases, popped. ARGV: keys. In-flight entries go back to waiting with their score.
+GIVE_BACK = """
+local n = 0
+for _, key in ipairs(ARGV) do
+  if redis.call('ZREM', KEYS[2], key) == 1 then
+    redis.call('ZADD', KEYS[1], redis.call('HGET', KEYS[3], key) or '0', key)
+    redis.call('HDEL', KEYS[3], key)
+    n = n + 1
+  end
+end
+return n
+"""
+
+#: KEYS: waiting, leases, popped. ARGV: lease milliseconds, keys. Extends the leases this worker still holds.
+RENEW = (
+    PRELUDE
+    + """
+local expiry = now_ms() + tonumber(ARGV[1])
+for i = 2, #ARGV do redis.call('ZADD', KEYS[2], 'XX', 'GT', expiry, ARGV[i]) end
+return #ARGV - 1
+"""
+)

@@ -1,0 +1,227 @@
+"""Crawler processes sharing one frontier in Redis: the scheduler on Redis, then real ``scrapy crawl`` workers.
+
+The crawls fetch the generated 240-page web of tests/test_kill_resume.py through
+its replay proxy; each worker writes its own crawl database, and the union of
+their pages is what one process fetches.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import os
+import sqlite3
+import subprocess
+import time
+
+import pytest
+from scrapy import Request
+from scrapy.exceptions import DontCloseSpider
+from scrapy.settings import Settings
+
+from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl, scrapy_command, stats_path
+from focused.replay import ReplayServer
+from tests.redis_server import RedisServer, free_port
+from tests.sites import HOST, graph_site, train_critic
+from tests.test_scheduler import drain, make_scheduler
+
+PAGES = 240
+_prefixes = itertools.count()
+
+
+def redis_settings(server, prefix=None, **settings):
+    prefix = prefix or f"dist{os.getpid()}-{next(_prefixes)}"
+    return {"REDIS_URL": server.url, "FOCUSED_REDIS_PREFIX": prefix, **settings}
+
+
+# -- the scheduler on a shared frontier ---------------------------------------------------
+
+
+def test_auto_store_is_redis_when_redis_url_is_set(redis_server):
+    crawler, s = make_scheduler(**redis_settings(redis_server))
+    assert s.store_name == "redis" and crawler.stats.get_value("focused/frontier/store") == "redis"
+    for url, prio in [("http://a.test/", 5), ("http://b.test/", 9), ("http://c.test/", 1)]:
+        assert s.enqueue_request(Request(url, priority=prio))
+    assert drain(s) == ["http://b.test/", "http://a.test/", "http://c.test/"]
+    s.close("finished")
+
+
+def test_two_schedulers_share_the_frontier_and_the_seen_set(redis_server):
+    settings = redis_settings(redis_server)
+    _, a = make_scheduler(**settings)
+    _, b = make_scheduler(**settings)
+    assert a.enqueue_request(Request("http://x.test/1", priority=1))
+    assert b.enqueue_request(Request("http://x.test/1", priority=5)) is False  # merged, not added twice
+    assert b.enqueue_request(Request("http://x.test/2"))
+    # retries and the like (dont_filter) of two workers never collide
+    assert a.enqueue_request(Request("http://x.test/3", dont_filter=True))
+    assert b.enqueue_request(Request("http://x.test/3", dont_filter=True))
+    assert len(a) == len(b) == 4
+    first = b.next_request()
+    assert first is not None and first.url == "http://x.test/1" and first.priority == 5
+    assert sorted(drain(a)) == ["http://x.test/2", "http://x.test/3", "http://x.test/3"]
+    a.close("finished")
+    b.close("finished")
+
+
+def test_an_idle_worker_stays_open_while_another_holds_leases(redis_server):
+    settings = redis_settings(redis_server)
+    _, a = make_scheduler(**settings)
+    _, b = make_scheduler(**settings)
+    a.enqueue_request(Request("http://x.test/"))
+    assert a.next_request() is not None
+    with pytest.raises(DontCloseSpider):  # a's page may bring new URLs
+        b._on_idle()
+    a.close("finished")  # driven by hand, without an engine: a's request counts as handled
+    b._on_idle()  # nothing waiting, nothing in flight: the crawl is over
+    b.close("finished")
+
+
+def test_a_worker_whose_redis_is_gone_stops_with_one_error_line(tmp_path, caplog):
+    server = RedisServer(tmp_path / "redis").start()
+    crawler, s = make_scheduler(**redis_settings(server, FOCUSED_REDIS_RETRY_SECONDS=0.2))
+    s.enqueue_request(Request("http://x.test/"))
+    server.stop()
+    assert s.next_request() is None and not s.has_pending_requests() and len(s) == 0
+    assert s.enqueue_request(Request("http://y.test/")) is False
+    s.close("frontier_unavailable")
+    errors = [r for r in caplog.records if r.levelname == "ERROR"]
+    assert len(errors) == 1 and "Redis unreachable" in errors[0].getMessage()
+    assert "Redis unreachable" in crawler.stats.get_value("focused/frontier/error")
+
+
+def test_a_worker_that_cannot_use_the_frontier_is_refused_before_it_starts(redis_server, tmp_path):
+    from focused.errors import ConfigError
+    from focused.scheduler import check_jobdir
+
+    settings = redis_settings(redis_server)
+    _, a = make_scheduler(**settings)
+    with pytest.raises(ConfigError, match=r"aggregation is .*max.*needs .*first"):
+        check_jobdir(Settings({**settings, "FOCUSED_PARENT_AGGREGATION": "first"}))
+    a.close("finished")
+    gone = {"REDIS_URL": f"redis://127.0.0.1:{free_port()}/0", "FOCUSED_REDIS_RETRY_SECONDS": 0}
+    with pytest.raises(ConfigError, match="Redis unreachable"):
+        check_jobdir(Settings(gone))
+
+
+def test_redis_store_needs_redis_url():
+    from focused.errors import ConfigError
+
+    with pytest.raises(ConfigError, match="REDIS_URL"):
+        make_scheduler(FOCUSED_FRONTIER_STORE="redis")
+
+
+# -- real crawls -----------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("dist")
+    model = train_critic(tmp / "critic.model")
+    with ReplayServer(graph_site(PAGES), latency=0.01) as server:
+        yield {"model": model, "proxy": server.proxy_url, "tmp": tmp}
+
+
+def spec(site, name, strategy="baseline", **settings):
+    return CrawlSpec(
+        name=name,
+        topic="sport",
+        strategy=strategy,
+        seeds=(HOST + "/g/0.html",),
+        model=site["model"],
+        proxy=site["proxy"],
+        db=site["tmp"] / f"{name}.sqlite",
+        max_pages=0,
+        settings={"FOCUSED_REPLAY_CONCURRENCY": 2, "FOCUSED_APPRENTICE_BATCH": 20, "LOG_LEVEL": "DEBUG", **settings},
+    )
+
+
+def pages(db):
+    conn = sqlite3.connect(db)
+    try:
+        return [url for (url,) in conn.execute("SELECT url FROM pages ORDER BY fetch_order")]
+    finally:
+        conn.close()
+
+
+def test_one_worker_on_redis_fetches_every_page_once(site, redis_server):
+    settings = redis_settings(redis_server, FOCUSED_APPRENTICE_MIN_INSTANCES=30)
+    result = run_crawl(spec(site, "one", strategy="apprentice", **settings), timeout=180)
+    log = result.log.read_text()
+    assert result.returncode == 0, log[-3000:]
+    fetched = pages(result.spec.db)
+    assert len(fetched) == len(set(fetched)) == PAGES
+    stats = result.stats
+    assert stats["focused/frontier/store"] == "redis" and stats["finish_reason"] == "finished"
+    assert stats.get("focused/frontier/rescored", 0) > 0  # the apprentice re-scored the frontier in Redis
+    assert stats.get("focused/frontier/refetched", 0) == 0
+
+
+def test_two_workers_on_one_redis_fetch_the_site_together(site, redis_server):
+    settings = redis_settings(redis_server)
+    specs = [spec(site, f"worker{i}", **settings) for i in (1, 2)]
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SCRAPY_SETTINGS_MODULE="focused.settings")
+    procs = []
+    for s in specs:  # started together, on the same frontier
+        s.db.unlink(missing_ok=True)
+        log = s.db.with_suffix(".log").open("w")
+        procs.append((subprocess.Popen(scrapy_command(s), cwd=PROJECT_ROOT, env=env, stdout=log, stderr=log), log))
+    for proc, log in procs:
+        proc.wait(timeout=180)
+        log.close()
+    logs = [s.db.with_suffix(".log").read_text() for s in specs]
+    for (proc, _), log in zip(procs, logs, strict=True):
+        assert proc.returncode == 0, log[-3000:]
+    fetched = [pages(s.db) for s in specs]
+    assert all(fetched)  # both workers took part
+    union = fetched[0] + fetched[1]
+    assert len(set(union)) == PAGES  # together: every page
+    stats = [json.loads(stats_path(s).read_text()) for s in specs]
+    refetched = sum(st.get("focused/frontier/refetched", 0) for st in stats)
+    assert len(union) - PAGES <= refetched  # no page twice, except a counted re-fetch
+    assert [st["finish_reason"] for st in stats] == ["finished", "finished"]
+
+
+def crawl_with(site, name, settings, action, after_pages=30):
+    """Run a crawl; once it has fetched ``after_pages`` pages, call ``action()``; returns (exit code, log)."""
+    s = spec(site, name, **settings, LOG_LEVEL="DEBUG")
+    s.db.unlink(missing_ok=True)
+    log = s.db.with_suffix(".log")
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SCRAPY_SETTINGS_MODULE="focused.settings")
+    with log.open("w") as fh:
+        proc = subprocess.Popen(scrapy_command(s), cwd=PROJECT_ROOT, env=env, stdout=fh, stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 120
+        while proc.poll() is None and log.read_text().count("Crawled (200)") < after_pages:
+            assert time.monotonic() < deadline, "the crawl did not get going"
+            time.sleep(0.02)
+        assert proc.poll() is None, log.read_text()[-3000:]
+        action()
+        proc.wait(timeout=180)
+    return proc.returncode, log.read_text(), s
+
+
+def test_redis_restarted_mid_crawl_the_crawl_goes_on_and_loses_nothing(site, tmp_path):
+    server = RedisServer(tmp_path / "redis", persistent=True).start()
+
+    def restart():
+        server.stop()
+        time.sleep(0.5)
+        server.start()
+
+    try:
+        code, log, s = crawl_with(site, "restarted", redis_settings(server), restart)
+    finally:
+        server.stop()
+    assert code == 0, log[-3000:]
+    assert "unreachable" in log and "Redis is back" in log and "Traceback" not in log
+    fetched = pages(s.db)
+    assert len(fetched) == len(set(fetched)) == PAGES
+
+
+def test_redis_gone_mid_crawl_stops_the_worker_with_one_error_line(site, tmp_path):
+    server = RedisServer(tmp_path / "redis").start()
+    code, log, _ = crawl_with(site, "gone", redis_settings(server, FOCUSED_REDIS_RETRY_SECONDS=1), server.stop)
+    assert code == 1, log[-3000:]
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1 and "Redis unreachable" in errors[0], errors
+    assert "Traceback" not in log and "(frontier_unavailable)" in log
