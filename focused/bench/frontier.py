@@ -128,6 +128,7 @@ def throughput(config: FrontierBenchConfig, proxy: str) -> dict[str, Any]:
                         "pages_per_s": round(pages / elapsed, 2) if elapsed else None,
                         "cpu_ms_per_page": round(1000 * cpu / pages, 2) if pages else None,
                         "harvest": result.stats.get("focused/harvest_rate"),
+                        "load": round(os.getloadavg()[0], 2),  # other work on the machine skews pages/s
                         "rescore_ms": result.stats.get("focused/apprentice/rescore_ms"),
                         **(_waiting(Path(extra["JOBDIR"]) / STORE_FILE) if extra else {}),
                     }
@@ -156,7 +157,7 @@ def _medians(runs: list[dict[str, Any]]) -> dict[str, Any]:
         values = [r[key] for r in runs if r["ok"] and r[key] is not None]
         return round(statistics.median(values), 3) if values else None
 
-    keys = ("pages", "elapsed_s", "wall_s", "pages_per_s", "cpu_ms_per_page", "harvest", "rescore_ms")
+    keys = ("pages", "elapsed_s", "wall_s", "pages_per_s", "cpu_ms_per_page", "harvest", "rescore_ms", "load")
     return {key: med(key) for key in keys} | {"rounds": sum(r["ok"] for r in runs)}
 
 
@@ -265,17 +266,19 @@ def kill_study(config: FrontierBenchConfig, proxy: str) -> dict[str, Any]:
         final = audit(spec.db, jobdir / STORE_FILE, HOST)
         with closing(_read_only(spec.db)) as db:
             mean_relevance = db.execute("SELECT AVG(relevance) FROM pages").fetchone()[0]
-        fetched = sum(len(_PAGES_LINE.findall(log.encode())) for log in logs)
+        per_run = [len(_PAGES_LINE.findall(log.encode())) for log in logs]
         for kill, log in zip(kills, logs[1:], strict=False):
             kill["requeued_at_resume"] = sum(int(n) for n in _IN_FLIGHT.findall(log))
         out[name] = {
             "runs": len(logs),
             "kills": len(kills),
             "seconds": round(time.perf_counter() - started, 1),
-            "pages_fetched": fetched,
-            "duplicate_fetches": fetched - final["pages"],
+            "pages_fetched": sum(per_run),
+            "duplicate_fetches": sum(per_run) - final["pages"],
             "requeued": sum(int(n) for log in logs for n in _IN_FLIGHT.findall(log)),
             "refetched_stat_last_run": stats.get("focused/frontier/refetched", 0),
+            "pages_refetched_stat_last_run": stats.get("focused/pages_refetched", 0),
+            "pages_per_run": per_run,
             "pages_stat": stats.get("focused/pages"),
             "harvest_rate": stats.get("focused/harvest_rate"),
             "mean_relevance_db": round(mean_relevance, 4) if mean_relevance is not None else None,
@@ -323,7 +326,7 @@ def _integrity(audit: dict[str, Any]) -> str:
     return "{crawl_db} / {frontier}".format(**audit["integrity"])
 
 
-_THROUGHPUT = ("pages_per_s", "cpu_ms_per_page", "wall_s", "harvest", "rescore_ms")
+_THROUGHPUT = ("pages_per_s", "cpu_ms_per_page", "wall_s", "harvest", "rescore_ms", "load")
 _RESCORE = ("rescore_s", "store_io_s", "decode_s", "model_s", "push_us_per_link", "pop_ack_us_per_url")
 _AT_KILL = ("pages_logged", "pages", "waiting", "in_flight", "requeued_at_resume", "lost")
 
@@ -339,19 +342,21 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         f"## Throughput: {c['budget']:,} pages a crawl, memory and SQLite alternating, median of {c['rounds']} rounds",
         "",
-        "| strategy | store | pages/s | CPU ms/page | wall s | harvest | re-scoring ms | runs (pages/s) |",
-        "|---|---|---|---|---|---|---|---|",
+        "| strategy | store | pages/s | CPU ms/page | wall s | harvest | re-scoring ms | load | runs (pages/s) |",
+        "|---|---|---|---|---|---|---|---|---|",
     ]
     for strategy, t in result["throughput"].items():
         for store in STORES:
             runs = ", ".join(str(r["pages_per_s"]) for r in t["runs"][store])
             lines.append(_row(strategy, store, *(t["median"][store][k] for k in _THROUGHPUT), runs))
-        lines.append(_row(strategy, "**sqlite/memory**", *(t["ratio"][k] for k in _THROUGHPUT[:3]), "", "", ""))
+        lines.append(_row(strategy, "**sqlite/memory**", *(t["ratio"][k] for k in _THROUGHPUT[:3]), "", "", "", ""))
     parents = [r.get("parents_per_waiting_url") for t in result["throughput"].values() for r in t["runs"]["sqlite"]]
     lines += [
         "",
-        "CPU: user + sys of the crawl process, its start-up (Scrapy, critic model) included. Parents (payloads) "
-        f"per waiting URL left at the end of the SQLite crawls: {', '.join(map(str, parents))}.",
+        "CPU: user + sys of the crawl process, its start-up (Scrapy, critic model) included; load: the machine's "
+        "1-minute load average at the end of a crawl (above ~1.3 other work competed for the 2 CPUs, and pages/s "
+        f"suffers more than CPU ms/page). Parents (payloads) per waiting URL left at the end of the SQLite crawls: "
+        f"{', '.join(map(str, parents))}.",
         "",
         "## Re-scoring all waiting URLs through `FocusedScheduler.rescore` with a fitted apprentice",
         "",
@@ -366,7 +371,7 @@ def markdown(result: dict[str, Any]) -> str:
             extra = (s.get("bytes_per_waiting_url"), s.get("reopen_s"))
             lines.append(_row(store, s["waiting"], study["parents"], *(s[k] for k in _RESCORE), passes, *extra))
     k = result["kill"]
-    killed, ref = k["killed"], k["uninterrupted"]
+    killed, both = k["killed"], (k["killed"], k["uninterrupted"])
     lines += [
         "",
         "Re-score: the median of the passes (two models alternating, so that every pass changes the priorities). "
@@ -376,21 +381,21 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "| | killed and resumed | uninterrupted |",
         "|---|---|---|",
-        _row("runs (kills)", *(f"{r['runs']} ({r['kills']})" for r in (killed, ref))),
-        _row("pages fetched in all runs", killed["pages_fetched"], ref["pages_fetched"]),
-        _row("distinct pages in the crawl database", killed["final"]["pages"], ref["final"]["pages"]),
-        _row("duplicate fetches (fetched − distinct)", killed["duplicate_fetches"], ref["duplicate_fetches"]),
-        _row("in flight at a kill, re-queued on resume (log)", killed["requeued"], ref["requeued"]),
+        _row("runs (kills)", *(f"{r['runs']} ({r['kills']})" for r in both)),
+        _row("pages fetched in all runs", *(r["pages_fetched"] for r in both)),
+        _row("pages fetched per run", *(" + ".join(map(str, r["pages_per_run"])) for r in both)),
+        _row("distinct pages in the crawl database", *(r["final"]["pages"] for r in both)),
+        _row("duplicate fetches (fetched − distinct)", *(r["duplicate_fetches"] for r in both)),
+        _row("in flight at a kill, re-queued on resume (log)", *(r["requeued"] for r in both)),
         _row(
-            "`focused/frontier/refetched` (last run)", killed["refetched_stat_last_run"], ref["refetched_stat_last_run"]
+            "`focused/frontier/refetched` / `focused/pages_refetched` (last run)",
+            *(f"{r['refetched_stat_last_run']} / {r['pages_refetched_stat_last_run']}" for r in both),
         ),
-        _row(
-            "URLs lost (link targets neither fetched nor in the store)", killed["final"]["lost"], ref["final"]["lost"]
-        ),
-        _row("`PRAGMA integrity_check` crawl db / frontier", _integrity(killed["final"]), _integrity(ref["final"])),
-        _row("harvest (`focused/harvest_rate`)", killed["harvest_rate"], ref["harvest_rate"]),
-        _row("mean relevance in the crawl database", killed["mean_relevance_db"], ref["mean_relevance_db"]),
-        _row("wall s, all runs", killed["seconds"], ref["seconds"]),
+        _row("URLs lost (link targets neither fetched nor in the store)", *(r["final"]["lost"] for r in both)),
+        _row("`PRAGMA integrity_check` crawl db / frontier", *(_integrity(r["final"]) for r in both)),
+        _row("harvest (`focused/harvest_rate`)", *(r["harvest_rate"] for r in both)),
+        _row("mean relevance in the crawl database", *(r["mean_relevance_db"] for r in both)),
+        _row("wall s, all runs", *(r["seconds"] for r in both)),
         "",
         "| kill | at page (log) | pages in db | waiting | in flight | re-queued on resume "
         "| lost (links of acknowledged pages) | integrity crawl db / frontier |",
