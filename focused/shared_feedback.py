@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis
 from twisted.internet.defer import Deferred
-from twisted.internet.task import LoopingCall
+from twisted.internet.task import LoopingCall, deferLater
 from twisted.internet.threads import deferToThread
 
 from focused.feedback import RelevanceFeedback
@@ -42,6 +42,8 @@ T = TypeVar("T")
 
 #: trainings a closing worker runs at most (the batches still due of all workers)
 MAX_FINAL_BATCHES = 1000
+#: a closing worker looks this often whether the trainer holding the lock trained the batches due
+FINAL_WAIT = 0.2
 
 
 def open_shared(crawler: Crawler, strategy: ApprenticeStrategy) -> SharedFeedback | None:
@@ -79,6 +81,7 @@ class SharedFeedback(RelevanceFeedback):
         self._loop = LoopingCall(self.tick)
         self._down = False
         self._broken = False
+        self._waited = 0.0
         strategy.observe_links = self._observe_links
 
     def _guard(self, fn: Callable[[], T]) -> T | None:
@@ -193,14 +196,23 @@ class SharedFeedback(RelevanceFeedback):
         return done
 
     def _finish(self, left: int) -> Deferred[Any] | None:
-        if (
-            left > 0
-            and not (self._down or self._broken)
-            and self._guard(lambda: self.shared.acquire() and self.shared.due())
-        ):
-            d = self._train_shared()
-            d.addCallback(lambda _: self._finish(left - 1))
-            return d
+        """Train the batches still due (leader, or the lock free); wait for a trainer that holds the lock.
+
+        A trainer that died holding the lock loses it after its TTL: this worker
+        then trains the last batches, so every batch is trained once.
+        """
+        if left > 0 and not (self._down or self._broken):
+            leader = self._guard(self.shared.acquire)
+            due = self._guard(self.shared.due)
+            if leader and due:
+                d = self._train_shared()
+                d.addCallback(lambda _: self._finish(left - 1))
+                return d
+            if due and not leader and self._waited < self.shared.lock_ms / 1000 + 1:
+                from twisted.internet import reactor  # the installed one (Scrapy installs it first)
+
+                self._waited += FINAL_WAIT
+                return deferLater(reactor, FINAL_WAIT, self._finish, left)
         self._guard(self.shared.release)
         self.shared.client.close()
         return None

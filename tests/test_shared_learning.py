@@ -197,3 +197,47 @@ def test_clear_forgets_the_shared_learning(redis_server, prefix):
     assert a.acquire() and a.train_batch().model is not None
     assert a.clear() >= 6
     assert not list(a.client.scan_iter(match=f"{prefix}:apprentice:*"))
+
+
+def test_shared_learning_only_with_a_redis_frontier_and_a_learning_apprentice(redis_server, tmp_path):
+    from types import SimpleNamespace
+
+    from scrapy.settings import Settings
+
+    from focused.shared_feedback import SharedFeedback, open_shared
+    from focused.strategies import ApprenticeStrategy
+
+    def crawler(**settings):
+        return SimpleNamespace(settings=Settings(settings), stats=None, spidercls=SimpleNamespace(name="focused"))
+
+    def strategy(learn=True):
+        return ApprenticeStrategy(OnlineApprentice(Apprentice(n_features=N_FEATURES), learn=learn))
+
+    redis = {"REDIS_URL": redis_server.url, "FOCUSED_REDIS_PREFIX": "only-with-redis"}
+    assert open_shared(crawler(), strategy()) is None  # memory store
+    assert open_shared(crawler(JOBDIR=str(tmp_path)), strategy()) is None  # SQLite store
+    assert open_shared(crawler(**redis, FOCUSED_APPRENTICE_SHARED=False), strategy()) is None
+    assert open_shared(crawler(**redis), strategy(learn=False)) is None  # a frozen apprentice
+    s = strategy()
+    ext = open_shared(crawler(**redis, FOCUSED_APPRENTICE_LOCK_SECONDS=3), s)
+    assert isinstance(ext, SharedFeedback) and ext.checkpoints is None
+    assert ext.shared.prefix == "only-with-redis" and ext.shared.lock_ms == 3000
+    assert s.observe_links == ext._observe_links  # links go to Redis, not to the local apprentice
+    ext.shared.client.close()
+
+
+def test_malformed_instances_are_skipped_in_one_line(redis_server, prefix, caplog):
+    a = worker(redis_server, prefix)
+    feed(a, range(4))
+    with_side = LinkPayload(np.array([1, 2], dtype=np.int32), np.array([0.5, 0.5], dtype=np.float32))
+    a.client.rpush(
+        a.k["instances"], b"short", b"\x00" * 8 + b"garbage", np.float64(0.5).tobytes() + with_side.to_bytes()
+    )
+    assert a.acquire()
+    with caplog.at_level(logging.ERROR, logger="focused.learning.shared"):
+        result = a.train_batch()
+    assert result.batch == 1 and result.added == 12 and result.model is not None
+    assert [r.getMessage() for r in caplog.records] == [
+        f"Shared apprentice {prefix}: skipped 3 malformed instances or instances of other apprentice settings "
+        "(give every worker the same FOCUSED_APPRENTICE_* settings)"
+    ]

@@ -20,7 +20,7 @@ lock; another takes over once it expires): per batch of ``batch_size`` pages of
 all workers it adds the new instances to its learner, fits a model and
 publishes it (checking, atomically, that it still holds the lock). A new leader
 first adds every instance its learner has not seen, so the learner always holds
-each instance once. The instances stay in Redis for that (about 100 bytes each).
+each instance once. The instances stay in Redis for that (a link payload each).
 
 Every worker polls ``version`` and installs a newer model; a blob that is not
 an apprentice model of this crawl's features is refused with one log line and
@@ -230,11 +230,26 @@ class SharedLearning:
         end = int(cast(Any, self.client.llen(self.k["instances"])))
         payloads: list[LinkPayload] = []
         relevances: list[float] = []
+        n_side, bad = self.online.learner.n_side, 0
         for start in range(self.learned, end, CHUNK):
             raw = cast(list[bytes], self.client.lrange(self.k["instances"], start, min(end, start + CHUNK) - 1))
             for item in raw:
-                relevances.append(struct.unpack_from("<d", item)[0])
-                payloads.append(LinkPayload.from_bytes(item[8:]))
+                try:
+                    payload = LinkPayload.from_bytes(item[8:])
+                    (relevance,) = struct.unpack_from("<d", item)
+                except (ValueError, struct.error):
+                    bad += 1
+                    continue
+                if (0 if payload.side is None else len(payload.side)) != n_side or not 0.0 <= relevance <= 1.0:
+                    bad += 1  # a worker with other apprentice settings
+                    continue
+                payloads.append(payload)
+                relevances.append(relevance)
+        if bad:
+            logger.error(
+                "Shared apprentice %s: skipped %d malformed instances or instances of other apprentice settings "
+                "(give every worker the same FOCUSED_APPRENTICE_* settings)", self.prefix, bad,
+            )  # fmt: skip
         model = self.online.train(payloads, np.array(relevances, dtype=np.float64))
         self.learned = end  # the learner holds them now, whatever happens to the lock
         version = int(self.client.get(self.k["version"]) or 0) + 1
