@@ -113,3 +113,11 @@ FOCUSED_REDIS_LEASE_SECONDS = 300.0
 FOCUSED_REDIS_RETRY_SECONDS = 60.0
 #: An idle worker waits this long for new URLs before it closes (it always waits while others hold leases).
 FOCUSED_REDIS_IDLE_SECONDS = 0.0
+#: With a Redis frontier, the workers' apprentices learn together: instances and verdicts in Redis, one
+#: trainer (the holder of a lock) per batch of FOCUSED_APPRENTICE_BATCH pages of all workers, models
+#: published under ``<prefix>:apprentice:model``. False: each worker learns from its own pages.
+FOCUSED_APPRENTICE_SHARED = True
+#: The trainer's lock expires this many seconds after its holder stops renewing it (died): another worker takes over.
+FOCUSED_APPRENTICE_LOCK_SECONDS = 10.0
+#: Every worker looks for a newer model in Redis this often (and at each page).
+FOCUSED_APPRENTICE_POLL_SECONDS = 1.0

@@ -9,6 +9,9 @@ the new model in and re-scores every waiting URL through the scheduler
 the training thread, and on close (:mod:`focused.learning.checkpoint`, no
 pickle); a resumed crawl restores the last checkpoint and re-scores the
 waiting URLs with its model, so a kill costs at most one batch of learning.
+
+With a Redis frontier the workers learn together instead
+(:class:`focused.shared_feedback.SharedFeedback`, ``FOCUSED_APPRENTICE_SHARED``).
 """
 
 from __future__ import annotations
@@ -32,8 +35,6 @@ from focused.runtime import CrawlRuntime
 from focused.strategies import ApprenticeStrategy
 
 if TYPE_CHECKING:
-    from typing import Self
-
     from scrapy.crawler import Crawler
     from twisted.python.failure import Failure
 
@@ -63,11 +64,13 @@ class RelevanceFeedback:
         self._pages = 0
 
     @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
+    def from_crawler(cls, crawler: Crawler) -> RelevanceFeedback:
         strategy = CrawlRuntime.of(crawler).strategy
         if not isinstance(strategy, ApprenticeStrategy):
             raise NotConfigured
-        ext = cls(crawler, strategy)
+        from focused.shared_feedback import open_shared  # workers of a Redis frontier learn together
+
+        ext = open_shared(crawler, strategy) or cls(crawler, strategy)
         if ext.checkpoints is not None:
             ext._load_state()
         crawler.signals.connect(ext.page_labelled, signal=signals.page_labelled)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from focused.learning.critic import Topic, Verdict
-from focused.learning.online import OnlineApprentice
+from focused.learning.online import LinkPayload, OnlineApprentice
 
 STRATEGIES = ("bfs", "baseline", "oracle", "apprentice", "apprentice-offline")
 
@@ -93,12 +93,14 @@ class ApprenticeStrategy:
     def __init__(self, online: OnlineApprentice, name: str = "apprentice") -> None:
         self.online = online
         self.name = name
+        #: Where the links of a fetched page go until their targets are judged (shared learning replaces it).
+        self.observe_links: Callable[[Sequence[str], Sequence[LinkPayload]], object] = online.observe_links
 
     def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
         payloads = self.online.link_features(
             page.url, page.html, page.verdict.relevance, page.verdict.top_classes, links
         )
-        self.online.observe_links(links, payloads)
+        self.observe_links(links, payloads)
         scores = self.online.score(payloads)
         if scores is None:
             scores = [page.verdict.relevance] * len(links)

@@ -225,3 +225,114 @@ def test_redis_gone_mid_crawl_stops_the_worker_with_one_error_line(site, tmp_pat
     errors = [line for line in log.splitlines() if " ERROR: " in line]
     assert len(errors) == 1 and "Redis unreachable" in errors[0], errors
     assert "Traceback" not in log and "(frontier_unavailable)" in log
+
+
+def test_two_apprentice_workers_learn_together(site, redis_server):
+    """Shared learning: one trainer per batch of both workers' pages, the same model versions everywhere."""
+    import re
+
+    settings = redis_settings(redis_server, FOCUSED_APPRENTICE_MIN_INSTANCES=30, FOCUSED_APPRENTICE_POLL_SECONDS=0.2)
+    # slowed down (~12 s) so that the second worker, idle until the seed's links arrive, takes part
+    slow = {"DOWNLOAD_DELAY": 0.05, "RANDOMIZE_DOWNLOAD_DELAY": False}
+    specs = [spec(site, f"learner{i}", strategy="apprentice", **settings, **slow) for i in (1, 2)]
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SCRAPY_SETTINGS_MODULE="focused.settings")
+    procs = []
+    for s in specs:
+        s.db.unlink(missing_ok=True)
+        log = s.db.with_suffix(".log").open("w")
+        procs.append((subprocess.Popen(scrapy_command(s), cwd=PROJECT_ROOT, env=env, stdout=log, stderr=log), log))
+    for proc, log in procs:
+        proc.wait(timeout=180)
+        log.close()
+    logs = [s.db.with_suffix(".log").read_text() for s in specs]
+    for (proc, _), log in zip(procs, logs, strict=True):
+        assert proc.returncode == 0, log[-3000:]
+        assert "Traceback" not in log and " ERROR: " not in log, log[-3000:]
+    fetched = [pages(s.db) for s in specs]
+    assert all(fetched)
+    union = fetched[0] + fetched[1]
+    assert len(union) == len(set(union)) == PAGES  # every page once
+    # one training per batch of 20 pages of both workers, whichever worker ran it
+    batches = [int(b) for log in logs for b in re.findall(r"batch (\d+) of all workers trained here", log)]
+    assert sorted(batches) == list(range(1, PAGES // 20 + 1)), batches
+    published = [int(v) for log in logs for v in re.findall(r"trained here .*: published v(\d+)", log)]
+    assert published and sorted(published) == list(range(1, len(published) + 1))  # each version once
+    installed = [{int(v) for v in re.findall(r"Shared apprentice v(\d+) installed from Redis", log)} for log in logs]
+    trained = [{int(v) for v in re.findall(r"published v(\d+)", log)} for log in logs]
+    for i in (0, 1):  # each worker serves the versions published, its own or the other's
+        assert installed[i] | trained[i] and installed[i] <= set(published)
+        assert not installed[i] & trained[i]
+    assert installed[0] | installed[1]  # a model trained by one worker reached the other
+    sizes = {int(v): int(n) for log in logs for n, v in re.findall(r"(\d+) in all\): published v(\d+)", log)}
+    for log in logs:  # the same version is the same model everywhere
+        for v, n in re.findall(r"Shared apprentice v(\d+) installed from Redis after \d+ pages: (\d+) instances", log):
+            assert sizes[int(v)] == int(n)
+    stats = [json.loads(stats_path(s).read_text()) for s in specs]
+    assert sum(st.get("focused/apprentice/batches_trained", 0) for st in stats) == PAGES // 20
+    assert sum(st.get("focused/frontier/rescored", 0) > 0 for st in stats) >= 1
+    client = redis_server.client()
+    prefix = settings["FOCUSED_REDIS_PREFIX"]
+    assert int(client.get(f"{prefix}:apprentice:version")) == max(published)
+    assert int(client.get(f"{prefix}:apprentice:pages")) == PAGES
+
+
+def test_a_worker_refuses_a_bad_model_in_redis_in_one_line_and_keeps_crawling(site, redis_server):
+    settings = redis_settings(redis_server, FOCUSED_APPRENTICE_MIN_INSTANCES=30)
+    prefix = settings["FOCUSED_REDIS_PREFIX"]
+    client = redis_server.client()
+    client.set(f"{prefix}:apprentice:model", b"PK\x03\x04 not really a model")  # a zip's magic, then garbage
+    client.set(f"{prefix}:apprentice:version", 1)
+    result = run_crawl(spec(site, "refuses", strategy="apprentice", **settings), timeout=180)
+    log = result.log.read_text()
+    assert result.returncode == 0, log[-3000:]
+    errors = [line for line in log.splitlines() if " ERROR: " in line]
+    assert len(errors) == 1, errors
+    assert "refused the model in Redis, keeping the critic's scores" in errors[0]
+    assert f"Redis key {prefix}:apprentice:model (v1) is corrupt" in errors[0]
+    assert "Traceback" not in log
+    assert "published v2" in log  # the crawl's own models come next
+    assert len(set(pages(result.spec.db))) == PAGES
+
+
+def test_the_trainer_killed_another_worker_takes_over(site, redis_server):
+    import re
+
+    settings = redis_settings(
+        redis_server, FOCUSED_APPRENTICE_MIN_INSTANCES=30, FOCUSED_APPRENTICE_LOCK_SECONDS=1,
+        FOCUSED_REDIS_LEASE_SECONDS=2, DOWNLOAD_DELAY=0.05, RANDOMIZE_DOWNLOAD_DELAY=False,
+    )  # fmt: skip
+    specs = [spec(site, f"takeover{i}", strategy="apprentice", **settings) for i in (1, 2)]
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SCRAPY_SETTINGS_MODULE="focused.settings")
+    logs = [s.db.with_suffix(".log") for s in specs]
+    procs = []
+
+    def wait_for(i, what, count=1):
+        deadline = time.monotonic() + 60
+        while logs[i].read_text().count(what) < count:
+            assert procs[i].poll() is None and time.monotonic() < deadline, logs[i].read_text()[-3000:]
+            time.sleep(0.02)
+
+    for i, s in enumerate(specs):
+        s.db.unlink(missing_ok=True)
+        with logs[i].open("w") as fh:
+            procs.append(subprocess.Popen(scrapy_command(s), cwd=PROJECT_ROOT, env=env, stdout=fh, stderr=fh))
+        if i == 0:
+            wait_for(0, "this worker trains the apprentice")
+    wait_for(1, "Crawled (200)", 10)
+    wait_for(0, "of all workers trained here")
+    procs[0].kill()  # kill -9 the trainer
+    procs[0].wait(timeout=30)
+    procs[1].wait(timeout=180)
+    text = [log.read_text() for log in logs]
+    assert procs[1].returncode == 0, text[1][-3000:]
+    assert "this worker trains the apprentice" in text[1] and "Traceback" not in text[1]
+    trained = [[int(b) for b in re.findall(r"batch (\d+) of all workers trained here", t)] for t in text]
+    assert trained[0] and trained[1]
+    client = redis_server.client()
+    prefix = settings["FOCUSED_REDIS_PREFIX"]
+    batches, judged = (int(client.get(f"{prefix}:apprentice:{k}")) for k in ("batches", "pages"))
+    assert batches == judged // 20  # every batch trained once, by one worker or the other
+    both = trained[0] + trained[1]
+    assert len(both) == len(set(both)) and set(both) <= set(range(1, batches + 1))
+    assert len(both) >= batches - 1  # the killed worker may have published one it did not live to log
+    assert len(set(pages(specs[0].db)) | set(pages(specs[1].db))) == PAGES  # nothing lost
