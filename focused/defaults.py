@@ -111,8 +111,12 @@ FOCUSED_REDIS_PREFIX = ""
 FOCUSED_REDIS_LEASE_SECONDS = 300.0
 #: Redis unreachable: retry with backoff this long, then stop the worker with one error line.
 FOCUSED_REDIS_RETRY_SECONDS = 60.0
-#: An idle worker waits this long for new URLs before it closes (it always waits while others hold leases).
+#: An idle worker waits this long for new URLs before it closes (it always waits while others hold leases);
+#: a worker started without seeds waits this long for URLs pushed to ``<prefix>:start_urls``.
 FOCUSED_REDIS_IDLE_SECONDS = 0.0
+#: An idle worker of a shared frontier looks for new URLs (waiting, or pushed to ``<prefix>:start_urls``)
+#: this often.
+FOCUSED_REDIS_POLL_SECONDS = 0.5
 #: With a Redis frontier, the workers' apprentices learn together: instances and verdicts in Redis, one
 #: trainer (the holder of a lock) per batch of FOCUSED_APPRENTICE_BATCH pages of all workers, models
 #: published under ``<prefix>:apprentice:model``. False: each worker learns from its own pages.

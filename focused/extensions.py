@@ -94,8 +94,8 @@ class JobDirCheck:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
+        from focused.frontier.settings import check_jobdir
         from focused.pipelines import read_job
-        from focused.scheduler import check_jobdir
 
         check_jobdir(crawler.settings, crawler.spidercls.name)
         jobdir = job_dir(crawler.settings)

@@ -41,7 +41,7 @@ import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import DontCloseSpider
@@ -49,20 +49,22 @@ from scrapy.http import Request
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
 from twisted.internet import task
+from twisted.internet.base import DelayedCall
 
 from focused import signals
 from focused.errors import ConfigError
 from focused.frontier.memory import MemoryStore
 from focused.frontier.payloads import decode_payload, encode_payload
 from focused.frontier.requests import decode_request, encode_request
-from focused.frontier.sqlite import SQLiteStore, check_store
+from focused.frontier.settings import STORE_FILE, open_redis, options, store_name
+from focused.frontier.settings import check_jobdir as check_jobdir  # imported from here by older code
+from focused.frontier.sqlite import SQLiteStore
 from focused.frontier.store import FrontierStore, Push, PushResult, StoreError
 
 if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
-    from scrapy.settings import BaseSettings
     from scrapy.spiders import Spider
 
     from focused.crawldb import CrawlDB
@@ -70,10 +72,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PAYLOAD_META_KEY = "focused_payload"
-STORE_FILE = "frontier.sqlite"
-#: The frontier file of focused before the store existed: a pickle, never loaded.
-OLD_STATE_FILE = "focused-frontier.pickle"
-STORES = ("auto", "memory", "sqlite", "redis")
 
 #: A re-scoring function: given, for each waiting request, the payloads of its
 #: parents, return each request's new priority (or None to keep it).
@@ -109,7 +107,7 @@ class FocusedScheduler:
         self.jobdir = jobdir
         self.debug_duplicates = settings.getbool("DUPEFILTER_DEBUG")
         self._logged_duplicate = False
-        self.store_name = _store_name(settings, jobdir)
+        self.store_name = store_name(settings, jobdir)
         self.commit_seconds = settings.getfloat("FOCUSED_FRONTIER_COMMIT_SECONDS", 1.0)
         self._fingerprint = crawler.request_fingerprinter.fingerprint
         self.store: FrontierStore = MemoryStore()  # replaced in open()
@@ -123,6 +121,7 @@ class FocusedScheduler:
         #: dont_filter keys of workers sharing a frontier must differ
         self._unfiltered = f"{uuid.uuid4().hex[:12]}:" if self.store_name == "redis" else ""
         self._idle_since: float | None = None
+        self._wake: DelayedCall | None = None
         self._store_error: StoreError | None = None
 
     @classmethod
@@ -155,6 +154,8 @@ class FocusedScheduler:
     def close(self, reason: str) -> None:
         if self._timer is not None and self._timer.running:
             self._timer.stop()
+        if self._wake is not None and self._wake.active():
+            self._wake.cancel()
         if not self._opened:
             return
         try:
@@ -212,6 +213,7 @@ class FocusedScheduler:
         if not popped:
             return None
         entry = popped[0]
+        self._idle_since = None  # busy again: a later idle spell waits FOCUSED_REDIS_IDLE_SECONDS afresh
         if entry.attempts > 0:
             self.stats.inc_value("focused/frontier/refetched")
         request: Request = entry.item
@@ -273,7 +275,8 @@ class FocusedScheduler:
 
     def _on_idle(self) -> None:
         """Keep an idle worker of a shared frontier open while other workers hold leases, and
-        ``FOCUSED_REDIS_IDLE_SECONDS`` more: their pages may bring new URLs."""
+        ``FOCUSED_REDIS_IDLE_SECONDS`` more: their pages may bring new URLs. Meanwhile it looks for
+        work every ``FOCUSED_REDIS_POLL_SECONDS`` (Scrapy's engine alone looks every 5 s)."""
         if self._store_error is not None:
             return
         try:
@@ -288,7 +291,24 @@ class FocusedScheduler:
         idle_seconds = self.crawler.settings.getfloat("FOCUSED_REDIS_IDLE_SECONDS", 0.0)
         if busy or now - self._idle_since < idle_seconds:
             logger.debug("Shared frontier: %d waiting, %d in flight at other workers; staying open", len(self), others)
+            self._wake_soon()
             raise DontCloseSpider
+
+    def _wake_soon(self) -> None:
+        """Have the engine look for requests again in ``FOCUSED_REDIS_POLL_SECONDS``: if the frontier is
+        still empty it goes idle again (and here again), else it fetches."""
+        if self._wake is not None and self._wake.active():
+            return
+        try:
+            nextcall = getattr(getattr(self.crawler.engine, "_slot", None), "nextcall", None)
+        except RuntimeError:  # no engine (a scheduler driven by hand)
+            return
+        if nextcall is None:
+            return
+        from twisted.internet import reactor
+
+        delay = max(0.01, self.crawler.settings.getfloat("FOCUSED_REDIS_POLL_SECONDS", 0.5))
+        self._wake = cast(Any, reactor).callLater(delay, nextcall.schedule)
 
     def _store_failed(self, exc: StoreError) -> None:
         """The store gave up (Redis gone for longer than its retry time): one error line, and the crawl stops."""
@@ -325,7 +345,7 @@ class FocusedScheduler:
 
     def _open_store(self) -> FrontierStore:
         settings = self.crawler.settings
-        options = _options(settings)
+        opts = options(settings)
         spider = self.spider
         codec: dict[str, Any] = {
             "encode": lambda request: encode_request(request, spider),
@@ -333,81 +353,20 @@ class FocusedScheduler:
         }
         try:
             if self.store_name == "memory":
-                return MemoryStore(**options)
+                return MemoryStore(**opts)
             if self.store_name == "redis":
-                return _open_redis(settings, spider.name if spider else "focused", codec)
+                return open_redis(settings, spider.name if spider else "focused", codec)
             assert self.jobdir
             check_jobdir(settings)
             return SQLiteStore(
                 Path(self.jobdir, STORE_FILE),
                 **codec,
-                **options,
+                **opts,
                 commit_ops=settings.getint("FOCUSED_FRONTIER_COMMIT_OPS", 1000),
                 commit_seconds=self.commit_seconds,
             )
         except (StoreError, ValueError) as exc:
             raise ConfigError(str(exc)) from exc
-
-
-def check_jobdir(settings: BaseSettings, spider_name: str = "focused") -> None:
-    """Refuse, before the crawl starts, a job directory whose frontier cannot be resumed, or a Redis
-    frontier that cannot be reached or was started with other options (ConfigError)."""
-    jobdir = job_dir(settings)
-    name = _store_name(settings, jobdir)
-    if name == "redis":
-        try:
-            _open_redis(settings, spider_name, {"encode": str, "decode": str}).close()
-        except (StoreError, ValueError) as exc:
-            raise ConfigError(str(exc)) from exc
-    if not jobdir or not Path(jobdir).is_dir():
-        return
-    if Path(jobdir, OLD_STATE_FILE).exists():
-        raise ConfigError(
-            f"JOBDIR {jobdir} was written by an older focused (a pickled frontier, which is never loaded): "
-            "start the crawl with a new JOBDIR"
-        )
-    if name == "sqlite":
-        try:
-            check_store(Path(jobdir, STORE_FILE))
-        except StoreError as exc:
-            raise ConfigError(str(exc)) from exc
-
-
-def _store_name(settings: BaseSettings, jobdir: str | None) -> str:
-    name = settings.get("FOCUSED_FRONTIER_STORE") or "auto"
-    if name not in STORES:
-        raise ConfigError(f"unknown FOCUSED_FRONTIER_STORE {name!r}; valid: {', '.join(STORES)}")
-    if name == "auto":
-        return "redis" if settings.get("REDIS_URL") else "sqlite" if jobdir else "memory"
-    if name == "sqlite" and not jobdir:
-        raise ConfigError("FOCUSED_FRONTIER_STORE=sqlite keeps the frontier in JOBDIR: set -s JOBDIR=DIR")
-    if name == "redis" and not settings.get("REDIS_URL"):
-        raise ConfigError("FOCUSED_FRONTIER_STORE=redis needs the server: set -s REDIS_URL=redis://HOST:6379/0")
-    return name
-
-
-def _options(settings: BaseSettings) -> dict[str, Any]:
-    return {
-        "aggregation": settings.get("FOCUSED_PARENT_AGGREGATION", "max"),
-        "tiebreak": settings.get("FOCUSED_TIEBREAK", "fifo"),
-        "seed": settings.getint("FOCUSED_SEED", 0),
-    }
-
-
-def _open_redis(settings: BaseSettings, spider_name: str, codec: dict[str, Any]) -> FrontierStore:
-    """The shared frontier at ``REDIS_URL`` (scrapy-redis's connection settings), keys under the prefix."""
-    from scrapy_redis.connection import get_redis_from_settings
-
-    from focused.frontier.redis import RedisStore
-
-    return RedisStore(
-        get_redis_from_settings(settings),
-        prefix=settings.get("FOCUSED_REDIS_PREFIX") or spider_name,
-        **codec,
-        **_options(settings),
-        lease_seconds=settings.getfloat("FOCUSED_REDIS_LEASE_SECONDS", 300.0),
-        retry_seconds=settings.getfloat("FOCUSED_REDIS_RETRY_SECONDS", 60.0),
-    )
 
 
 def _engine_requests(crawler: Crawler) -> set[Request] | None:

@@ -48,21 +48,19 @@ FINAL_WAIT = 0.2
 
 def open_shared(crawler: Crawler, strategy: ApprenticeStrategy) -> SharedFeedback | None:
     """The shared-learning extension when the frontier is in Redis and the apprentice learns, else ``None``."""
-    from scrapy.utils.job import job_dir
-
-    from focused.scheduler import _store_name
+    from focused.frontier.settings import redis_prefix, uses_redis
 
     settings = crawler.settings
     if not settings.getbool("FOCUSED_APPRENTICE_SHARED", True) or not strategy.online.learn:
         return None
-    if _store_name(settings, job_dir(settings)) != "redis":
+    if not uses_redis(settings):
         return None
     from scrapy_redis.connection import get_redis_from_settings
 
     shared = SharedLearning(
         get_redis_from_settings(settings),
         strategy.online,
-        prefix=settings.get("FOCUSED_REDIS_PREFIX") or getattr(crawler.spidercls, "name", None) or "focused",
+        prefix=redis_prefix(settings, getattr(crawler.spidercls, "name", None) or "focused"),
         lock_seconds=settings.getfloat("FOCUSED_APPRENTICE_LOCK_SECONDS", 10.0),
     )
     return SharedFeedback(crawler, strategy, shared, settings.getfloat("FOCUSED_APPRENTICE_POLL_SECONDS", 1.0))

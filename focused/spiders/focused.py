@@ -8,6 +8,7 @@ Usage::
 
     scrapy crawl focused -a topic=course -a seeds=http://www.cs.cornell.edu/
     scrapy crawl focused -a topic=course -a seeds_file=seeds.txt -a strategy=bfs
+    scrapy crawl focused -a topic=course -s REDIS_URL=redis://HOST:6379/0   # seeds: LPUSH focused:start_urls URL
 
 Spider arguments are shorthands for settings (``-a topic=X`` is
 ``-s FOCUSED_TOPIC=X``), so every component reads one source of truth.
@@ -20,15 +21,18 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 import scrapy
+from scrapy import signals
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
 from focused.errors import ConfigError
+from focused.frontier.settings import uses_redis
 from focused.items import PageItem
 from focused.jobs import SCRAPYD_ARGUMENTS, apply_job
 from focused.learning.text import html_to_text
 from focused.priority import SEED_PRIORITY
 from focused.profiles import apply_profile
+from focused.redis_seeds import RedisSeeds
 from focused.runtime import CrawlRuntime, project_path
 
 if TYPE_CHECKING:
@@ -76,6 +80,7 @@ class FocusedSpider(scrapy.Spider):
 
     name = "focused"
     seeds: list[str]
+    redis_seeds: RedisSeeds | None = None
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -95,6 +100,10 @@ class FocusedSpider(scrapy.Spider):
         if kwargs.get("_job"):  # run by Scrapyd
             apply_job(crawler.settings, cls.name, str(kwargs["_job"]))
         spider = super().from_crawler(crawler, *args, **kwargs)
+        if uses_redis(crawler.settings):  # seeds pushed to <prefix>:start_urls, as with scrapy-redis
+            spider.redis_seeds = RedisSeeds(crawler, cls.name, spider.parse)
+            crawler.signals.connect(spider.redis_seeds.on_idle, signal=signals.spider_idle)
+            crawler.signals.connect(spider.redis_seeds.close, signal=signals.spider_closed)
         spider.seeds = spider._configured_seeds()
         return spider
 
@@ -103,15 +112,26 @@ class FocusedSpider(scrapy.Spider):
         seeds = parse_seeds(settings.get("FOCUSED_SEEDS") or "")
         if settings.get("FOCUSED_SEEDS_FILE"):
             seeds += read_seeds_file(settings["FOCUSED_SEEDS_FILE"])
-        if not seeds:
+        if not seeds and self.redis_seeds is not None:
+            self.logger.info(
+                "No seeds given: this worker takes its seeds from Redis list %s (and the shared frontier)",
+                self.redis_seeds.key,
+            )
+        elif not seeds:
             seeds = CrawlRuntime.of(self.crawler).seeds()
             if not seeds:
-                raise ConfigError("no seeds: use -a seeds=URL[,URL...] or -a seeds_file=FILE")
+                raise ConfigError(
+                    "no seeds: use -a seeds=URL[,URL...] or -a seeds_file=FILE "
+                    "(or, with REDIS_URL, push them to the Redis list <prefix>:start_urls)"
+                )
         return list(dict.fromkeys(seeds))
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for url in self.seeds:
             yield scrapy.Request(url, callback=self.parse, priority=SEED_PRIORITY)
+        if self.redis_seeds is not None:
+            for request in self.redis_seeds.requests():
+                yield request
 
     def parse(self, response: Response) -> Iterator[PageItem | scrapy.Request]:
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()

@@ -1,0 +1,96 @@
+"""Which frontier store a crawl uses, and opening it from the crawl's settings.
+
+``FOCUSED_FRONTIER_STORE`` (``auto`` by default) picks the store: Redis with
+``REDIS_URL``, SQLite in ``JOBDIR`` with a job directory, memory otherwise.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy.utils.job import job_dir
+
+from focused.errors import ConfigError
+from focused.frontier.sqlite import check_store
+from focused.frontier.store import FrontierStore, StoreError
+
+if TYPE_CHECKING:
+    from scrapy.settings import BaseSettings
+
+STORE_FILE = "frontier.sqlite"
+#: The frontier file of focused before the store existed: a pickle, never loaded.
+OLD_STATE_FILE = "focused-frontier.pickle"
+STORES = ("auto", "memory", "sqlite", "redis")
+
+
+def check_jobdir(settings: BaseSettings, spider_name: str = "focused") -> None:
+    """Refuse, before the crawl starts, a job directory whose frontier cannot be resumed, or a Redis
+    frontier that cannot be reached or was started with other options (ConfigError)."""
+    jobdir = job_dir(settings)
+    name = store_name(settings, jobdir)
+    if name == "redis":
+        try:
+            open_redis(settings, spider_name, {"encode": str, "decode": str}).close()
+        except (StoreError, ValueError) as exc:
+            raise ConfigError(str(exc)) from exc
+    if not jobdir or not Path(jobdir).is_dir():
+        return
+    if Path(jobdir, OLD_STATE_FILE).exists():
+        raise ConfigError(
+            f"JOBDIR {jobdir} was written by an older focused (a pickled frontier, which is never loaded): "
+            "start the crawl with a new JOBDIR"
+        )
+    if name == "sqlite":
+        try:
+            check_store(Path(jobdir, STORE_FILE))
+        except StoreError as exc:
+            raise ConfigError(str(exc)) from exc
+
+
+def store_name(settings: BaseSettings, jobdir: str | None) -> str:
+    """The store a crawl with these settings uses: ``memory``, ``sqlite`` or ``redis``."""
+    name = settings.get("FOCUSED_FRONTIER_STORE") or "auto"
+    if name not in STORES:
+        raise ConfigError(f"unknown FOCUSED_FRONTIER_STORE {name!r}; valid: {', '.join(STORES)}")
+    if name == "auto":
+        return "redis" if settings.get("REDIS_URL") else "sqlite" if jobdir else "memory"
+    if name == "sqlite" and not jobdir:
+        raise ConfigError("FOCUSED_FRONTIER_STORE=sqlite keeps the frontier in JOBDIR: set -s JOBDIR=DIR")
+    if name == "redis" and not settings.get("REDIS_URL"):
+        raise ConfigError("FOCUSED_FRONTIER_STORE=redis needs the server: set -s REDIS_URL=redis://HOST:6379/0")
+    return name
+
+
+def uses_redis(settings: BaseSettings) -> bool:
+    """Whether the crawl's frontier is in Redis (shared by workers)."""
+    return store_name(settings, job_dir(settings)) == "redis"
+
+
+def redis_prefix(settings: BaseSettings, spider_name: str) -> str:
+    """The prefix of the crawl's Redis keys: ``FOCUSED_REDIS_PREFIX``, or the spider's name (scrapy-redis's naming)."""
+    return str(settings.get("FOCUSED_REDIS_PREFIX") or spider_name)
+
+
+def options(settings: BaseSettings) -> dict[str, Any]:
+    return {
+        "aggregation": settings.get("FOCUSED_PARENT_AGGREGATION", "max"),
+        "tiebreak": settings.get("FOCUSED_TIEBREAK", "fifo"),
+        "seed": settings.getint("FOCUSED_SEED", 0),
+    }
+
+
+def open_redis(settings: BaseSettings, spider_name: str, codec: dict[str, Any]) -> FrontierStore:
+    """The shared frontier at ``REDIS_URL`` (scrapy-redis's connection settings), keys under the prefix."""
+    from scrapy_redis.connection import get_redis_from_settings
+
+    from focused.frontier.redis import RedisStore
+
+    return RedisStore(
+        get_redis_from_settings(settings),
+        prefix=redis_prefix(settings, spider_name),
+        **codec,
+        **options(settings),
+        lease_seconds=settings.getfloat("FOCUSED_REDIS_LEASE_SECONDS", 300.0),
+        retry_seconds=settings.getfloat("FOCUSED_REDIS_RETRY_SECONDS", 60.0),
+    )
