@@ -8,7 +8,7 @@ PAGES ?= 300
 BENCH_ARGS ?=
 
 
-.PHONY: help install install-redis crawl demo test bench bench-quick bench-frontier bench-features models lint format clean
+.PHONY: help install install-redis crawl demo test bench bench-quick bench-frontier bench-distributed bench-features models lint format clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -40,12 +40,16 @@ demo: crawl  ## same as `make crawl`
 test: install  ## run the whole test suite
 	$(PYTHON) -m pytest -q
 
-bench: install  ## run the benchmarks (results/ gets JSON, Markdown and plots), then bench-frontier
+bench: install  ## run the benchmarks (results/ gets JSON, Markdown and plots), then bench-frontier and bench-distributed
 	$(PYTHON) -m focused bench $(BENCH_ARGS)
 	$(PYTHON) -m focused bench-frontier --out results/frontier
+	$(PYTHON) -m focused bench-distributed --out results/distributed
 
 bench-frontier: install  ## frontier stores: throughput, re-scoring, kill -9 and resume (results/frontier)
 	$(PYTHON) -m focused bench-frontier --out results/frontier
+
+bench-distributed: install  ## workers on one Redis: 1 vs 2 workers, round trips, re-scoring, kill -9 (results/distributed)
+	$(PYTHON) -m focused bench-distributed --out results/distributed
 
 bench-quick: install  ## a short smoke run of the benchmarks
 	$(PYTHON) -m focused bench --quick $(BENCH_ARGS)

@@ -14,7 +14,17 @@ import sys
 from collections.abc import Sequence
 
 #: Command modules under :mod:`focused.commands`, registered in this order.
-COMMAND_MODULES = ("replay", "critic", "crawl", "bench", "bench_frontier", "wiki", "apprentice", "convert")
+COMMAND_MODULES = (
+    "replay",
+    "critic",
+    "crawl",
+    "bench",
+    "bench_frontier",
+    "bench_distributed",
+    "wiki",
+    "apprentice",
+    "convert",
+)
 
 
 class CommandError(Exception):

@@ -57,8 +57,8 @@ def synthetic_apprentice(rng: np.random.Generator, vocabulary: np.ndarray) -> On
     return online
 
 
-def _scheduler(jobdir: Path | None) -> FocusedScheduler:
-    crawler = get_crawler(Spider, settings_dict={"JOBDIR": str(jobdir)} if jobdir else {})
+def _scheduler(jobdir: Path | None, settings: dict[str, Any] | None = None) -> FocusedScheduler:
+    crawler = get_crawler(Spider, settings_dict={"JOBDIR": str(jobdir)} if jobdir else dict(settings or {}))
     crawler.spider = crawler._create_spider("bench")
     scheduler = FocusedScheduler.from_crawler(crawler)
     scheduler.open(crawler.spider)
@@ -89,11 +89,21 @@ class _TimedStore:
         return getattr(self.store, name)
 
 
-def rescore_study(entries: int, workdir: Path, *, parents: int = 1, passes: int = 3, seed: int = 0) -> dict[str, Any]:
+def rescore_study(
+    entries: int,
+    workdir: Path,
+    *,
+    parents: int = 1,
+    passes: int = 3,
+    seed: int = 0,
+    stores: dict[str, dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Push ``entries`` waiting URLs, each linked by ``parents`` pages, into each store and time them.
 
     The frontier is re-scored ``passes`` times, alternating two fitted models so
     that every pass changes the priorities; the median pass is reported.
+    ``stores``: name -> the scheduler's settings of each store measured
+    (default: memory and SQLite in a job directory under ``workdir``).
     """
     rng = np.random.default_rng(seed)
     vocabulary = np.sort(rng.choice(2**20, size=200_000, replace=False))
@@ -116,11 +126,11 @@ def rescore_study(entries: int, workdir: Path, *, parents: int = 1, passes: int 
         ]
 
     out: dict[str, Any] = {"entries": entries, "parents": parents, "ids_per_link": 60, "passes": passes}
-    for store in STORES:
+    for store, settings in (stores or {store: {} for store in STORES}).items():
         jobdir = workdir / "rescore-job" if store == "sqlite" else None
         if jobdir:
             shutil.rmtree(jobdir, ignore_errors=True)
-        out[store] = _time_store(jobdir, links(), [models[i % 2] for i in range(passes)])
+        out[store] = _time_store(jobdir, links(), [models[i % 2] for i in range(passes)], settings)
     return out
 
 
@@ -154,8 +164,10 @@ def _rescore_pass(scheduler: FocusedScheduler, online: OnlineApprentice) -> dict
     }
 
 
-def _time_store(jobdir: Path | None, links: list[Request], models: list[OnlineApprentice]) -> dict[str, Any]:
-    scheduler = _scheduler(jobdir)
+def _time_store(
+    jobdir: Path | None, links: list[Request], models: list[OnlineApprentice], settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    scheduler = _scheduler(jobdir, settings)
     started = time.perf_counter()
     for request in links:
         scheduler.enqueue_request(request)
