@@ -75,7 +75,7 @@ class Worker:
 
 
 def test_seeds_pushed_to_start_urls_start_an_idle_worker(web, redis_server):
-    settings = redis_settings(redis_server, FOCUSED_REDIS_IDLE_SECONDS=3)
+    settings = redis_settings(redis_server, FOCUSED_REDIS_IDLE_SECONDS=5)
     prefix = settings["FOCUSED_REDIS_PREFIX"]
     w = Worker(worker(web, "pushed", seeds=(), **settings))
     w.wait_for("takes its seeds from Redis list " + f"{prefix}:start_urls")
