@@ -1,4 +1,8 @@
-"""Crawl progress: harvest and loss in the log every N pages, and the page budget."""
+"""Crawl progress: harvest and loss in the log every N pages, and the page budget.
+
+Workers of one Redis frontier share the budget: each counts its new pages in
+``<prefix>:crawl:pages`` and stops when that total reaches ``FOCUSED_MAX_PAGES``.
+"""
 
 from __future__ import annotations
 
@@ -33,10 +37,12 @@ class HarvestMonitor:
     last N pages, which shows whether the crawl is improving or drifting.
     """
 
-    def __init__(self, crawler: Crawler, log_every: int, max_pages: int) -> None:
+    def __init__(self, crawler: Crawler, log_every: int, max_pages: int, shared: SharedCount | None = None) -> None:
         self.crawler = crawler
         self.log_every = log_every
         self.max_pages = max_pages
+        self.shared = shared
+        self._pages = 0
         self.window = 0.0
         self.window_n = 0
         self._closing: Any = None
@@ -47,7 +53,7 @@ class HarvestMonitor:
         max_pages = crawler.settings.getint("FOCUSED_MAX_PAGES", 0)
         if log_every <= 0 and max_pages <= 0:
             raise NotConfigured
-        ext = cls(crawler, log_every, max_pages)
+        ext = cls(crawler, log_every, max_pages, SharedCount.of(crawler) if max_pages > 0 else None)
         crawler.signals.connect(ext.page_labelled, signal=signals.page_labelled)
         crawler.signals.connect(ext.spider_opened, signal=scrapy_signals.spider_opened)
         return ext
@@ -55,6 +61,8 @@ class HarvestMonitor:
     def spider_opened(self) -> None:
         """A resumed crawl that had already reached its budget stops at once."""
         pages = self.crawler.stats.get_value("focused/pages", 0)
+        if self.shared is not None:
+            pages = self.shared.add(0)
         if self.max_pages and pages >= self.max_pages:
             self._close(pages)
 
@@ -66,6 +74,8 @@ class HarvestMonitor:
         self.window += page.relevance
         self.window_n += 1
         n = page.pages  # all runs of a resumed crawl
+        new, self._pages = page.pages > self._pages, page.pages
+        total = self.shared.add(1 if new else 0) if self.shared is not None else n
         if self.log_every > 0 and n % self.log_every == 0:
             stats = self.crawler.stats
             harvest = page.harvest
@@ -79,8 +89,42 @@ class HarvestMonitor:
                 stats.get_value("focused/frontier/size", "?"),
             )
             self.window, self.window_n = 0.0, 0
-        if self.max_pages and n >= self.max_pages and self._closing is None:
-            self._close(n)
+        if self.max_pages and total >= self.max_pages and self._closing is None:
+            self._close(total)
+
+
+class SharedCount:
+    """The pages of all workers of one Redis frontier (``<prefix>:crawl:pages``), for a shared budget."""
+
+    def __init__(self, client: Any, key: str) -> None:
+        self.client = client
+        self.key = key
+        self._warned = False
+        self._local = 0
+
+    @classmethod
+    def of(cls, crawler: Crawler) -> SharedCount | None:
+        from focused.frontier.settings import redis_prefix, uses_redis
+
+        if not uses_redis(crawler.settings):
+            return None
+        from scrapy_redis.connection import get_redis_from_settings
+
+        prefix = redis_prefix(crawler.settings, getattr(crawler.spidercls, "name", None) or "focused")
+        return cls(get_redis_from_settings(crawler.settings), f"{prefix}:crawl:pages")
+
+    def add(self, n: int) -> int:
+        """Add this worker's ``n`` new pages; the total of all workers (this worker's own if Redis fails)."""
+        import redis
+
+        self._local += n
+        try:
+            return int(self.client.incrby(self.key, n))
+        except redis.RedisError as exc:
+            if not self._warned:
+                logger.warning("The shared page count is unavailable (%s); counting this worker's pages", exc)
+                self._warned = True
+            return self._local
 
 
 class JobDirCheck:

@@ -139,3 +139,16 @@ def test_a_worker_killed_mid_crawl_loses_nothing(web, redis_server):
     assert len(union) - PAGES <= stats["focused/frontier/refetched"]
     client = redis_server.client()
     assert client.zcard(f"{prefix}:frontier:waiting") == client.zcard(f"{prefix}:frontier:leases") == 0
+
+
+def test_workers_share_one_page_budget(web, redis_server):
+    settings = redis_settings(redis_server, FOCUSED_MAX_PAGES=100, DOWNLOAD_DELAY=0.02, RANDOMIZE_DOWNLOAD_DELAY=False)
+    workers = [Worker(worker(web, f"budget{i}", **settings)) for i in (1, 2)]
+    stats = [w.finish() for w in workers]
+    fetched = [w.pages() for w in workers]
+    assert all(fetched), [len(f) for f in fetched]
+    union = fetched[0] + fetched[1]
+    assert len(union) == len(set(union))  # none fetched twice
+    # together they stop at the budget of one crawl (a page or two in flight per worker may land after it)
+    assert 100 <= len(union) <= 100 + 2 * 2
+    assert {st["finish_reason"] for st in stats} == {"focused_max_pages"}
