@@ -64,6 +64,28 @@ def test_two_schedulers_share_the_frontier_and_the_seen_set(redis_server):
     b.close("finished")
 
 
+def test_a_rescore_by_one_worker_changes_the_pop_order_of_every_worker(redis_server):
+    from focused import signals
+    from focused.scheduler import PAYLOAD_META_KEY
+
+    settings = redis_settings(redis_server)
+    crawler_a, a = make_scheduler(**settings)
+    _, b = make_scheduler(**settings)
+    for i in range(6):
+        a.enqueue_request(Request(f"http://x.test/{i}", priority=i, meta={PAYLOAD_META_KEY: {"good": i % 2 == 0}}))
+    # before: b pops in a's priorities (5, 4, ...); after a's re-score the even ones come first, for b too
+    results = crawler_a.signals.send_catch_log(
+        signals.rescore_frontier,
+        scorer=lambda payloads: [100 + i if p[0]["good"] else 0 for i, p in enumerate(payloads)],
+    )
+    assert [r for _, r in results] == [6]
+    popped = [b.next_request().url for _ in range(3)]
+    assert sorted(popped) == ["http://x.test/0", "http://x.test/2", "http://x.test/4"]
+    assert sorted(drain(a)) == ["http://x.test/1", "http://x.test/3", "http://x.test/5"]
+    a.close("finished")
+    b.close("finished")
+
+
 def test_an_idle_worker_stays_open_while_another_holds_leases(redis_server):
     settings = redis_settings(redis_server)
     _, a = make_scheduler(**settings)
