@@ -123,14 +123,19 @@ class RelevanceFeedback:
                 "the critic's views of page and anchor" if self.online.snippet_critic else "Pr(c*|u)",
             )  # fmt: skip
             return
+        first = self._install(model)
+        if not self.closing:  # the scheduler has closed its store by then
+            self._rescore_frontier(f"Apprentice v{model.version} {'switched in' if first else 'retrained'}")
+
+    def _install(self, model: ApprenticeModel) -> bool:
+        """Switch ``model`` in and record it; whether it is the first model of the crawl."""
         first = self.online.model is None
         self.online.install(model)
         if first:
             self.switched_in_at = self._pages
             self.stats.set_value("focused/apprentice/switched_in_at", self._pages)
         self._record_model(model)
-        if not self.closing:  # the scheduler has closed its store by then
-            self._rescore_frontier(f"Apprentice v{model.version} {'switched in' if first else 'retrained'}")
+        return first
 
     def _rescore_frontier(self, what: str) -> None:
         model = self.online.model

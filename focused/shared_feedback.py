@@ -25,7 +25,6 @@ from twisted.internet.task import LoopingCall, deferLater
 from twisted.internet.threads import deferToThread
 
 from focused.feedback import RelevanceFeedback
-from focused.learning.apprentice import ApprenticeModel
 from focused.learning.shared import SharedLearning, Trained
 
 if TYPE_CHECKING:
@@ -135,15 +134,6 @@ class SharedFeedback(RelevanceFeedback):
             "Shared apprentice v%d installed from Redis after %d pages: %d instances, %.0f%% HIGH",
             model.version, self._pages, model.n_instances, 100 * model.high_rate,
         )  # fmt: skip
-
-    def _install(self, model: ApprenticeModel) -> bool:
-        first = self.online.model is None
-        self.online.install(model)
-        if first:
-            self.switched_in_at = self._pages
-            self.stats.set_value("focused/apprentice/switched_in_at", self._pages)
-        self._record_model(model)
-        return first
 
     def _train_shared(self) -> Deferred[Any]:
         self.training = True
