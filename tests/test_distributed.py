@@ -64,6 +64,24 @@ def test_two_schedulers_share_the_frontier_and_the_seen_set(redis_server):
     b.close("finished")
 
 
+def test_workers_popping_in_turn_follow_one_global_best_first_order(redis_server):
+    import random
+
+    settings = redis_settings(redis_server)
+    _, a = make_scheduler(**settings)
+    _, b = make_scheduler(**settings)
+    _, single = make_scheduler()  # one process, in memory
+    rng = random.Random(7)
+    priorities = [rng.randrange(0, 5) for _ in range(40)]  # many ties: FIFO among equals
+    for i, p in enumerate(priorities):
+        for s in ((a, b)[i % 2], single):  # the two workers discover the URLs in turn
+            s.enqueue_request(Request(f"http://x.test/{i}", priority=p))
+    shared = [(a, b)[i % 2].next_request().url for i in range(len(priorities))]
+    assert shared == drain(single)
+    a.close("finished")
+    b.close("finished")
+
+
 def test_a_rescore_by_one_worker_changes_the_pop_order_of_every_worker(redis_server):
     from focused import signals
     from focused.scheduler import PAYLOAD_META_KEY
