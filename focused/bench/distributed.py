@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import re
 import shutil
 import socket
@@ -29,15 +28,16 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any, cast
 
 import redis
 
-from focused.bench.frontier import HOST, MODEL, SEED_URL, TOPIC, _cpu_children, _read_only, request_key
+from focused.bench.frontier import request_key
 from focused.bench.rescoring import rescore_study
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, scrapy_command, stats_path
+from focused.bench.wikiweb import HOST, MODEL, SEED_URL, TOPIC, bench_run, cpu_children, md_row, read_only
 from focused.frontier import redis_lua
 
 
@@ -159,9 +159,9 @@ def throughput(config: DistributedBenchConfig, proxy: str, url: str) -> dict[str
                 _spec(config, proxy, f"{prefix}-w{i}", share, REDIS_URL=url, FOCUSED_REDIS_PREFIX=prefix)
                 for i in range(workers)
             ]
-            before, cpu, started = _commandstats(client), _cpu_children(), time.perf_counter()
+            before, cpu, started = _commandstats(client), cpu_children(), time.perf_counter()
             stats = _Workers(specs).wait()
-            wall, cpu = time.perf_counter() - started, _cpu_children() - cpu
+            wall, cpu = time.perf_counter() - started, cpu_children() - cpu
             trips = round_trips(before, _commandstats(client), scripts)
             pages = sum(int(s.get("focused/pages", 0)) for s in stats)
             elapsed = max(float(s.get("elapsed_time_seconds") or 0) for s in stats)
@@ -216,7 +216,7 @@ def kill_study(config: DistributedBenchConfig, proxy: str, url: str) -> dict[str
     fetched: list[str] = []
     targets: set[str] = set()
     for spec in (victim, survivor):
-        conn = _read_only(spec.db)
+        conn = read_only(spec.db)
         try:
             urls = [u for (u,) in conn.execute("SELECT url FROM pages")]
             links = conn.execute("SELECT DISTINCT src, dst FROM links").fetchall()
@@ -246,16 +246,9 @@ def run_distributed_bench(config: DistributedBenchConfig) -> dict[str, Any]:
     """Run the three studies on one Redis and one replay; write ``bench.json`` and ``bench.md``."""
     from focused.replay import ReplayServer
     from focused.replay.store import open_store
-    from focused.wiki.build import build_wiki_web
 
-    config.out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    web = build_wiki_web(out_dir=PROJECT_ROOT / "results" / "cache" / "wiki")
-    result: dict[str, Any] = {
-        "config": {**asdict(config), "out": str(config.out), "seed_url": SEED_URL, "topic": TOPIC},
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_before": os.getloadavg()},
-    }
     with (
+        bench_run(config, markdown) as (web, result),
         redis_server(config.out / "cache" / "redis") as url,
         ReplayServer(open_store(web.warc, labels=web.labels)) as server,
     ):
@@ -266,15 +259,7 @@ def run_distributed_bench(config: DistributedBenchConfig) -> dict[str, Any]:
             config.rescore_entries, config.out / "cache", seed=config.seed, stores={"redis": redis_settings}
         )["redis"]
         result["kill"] = kill_study(config, server.proxy_url, url)
-    result["machine"]["load_after"] = os.getloadavg()
-    result["seconds"] = round(time.perf_counter() - started, 1)
-    (config.out / "bench.json").write_text(json.dumps(result, indent=1))
-    (config.out / "bench.md").write_text(markdown(result))
     return result
-
-
-def _row(*cells: Any) -> str:
-    return "| " + " | ".join("–" if c is None else f"{c:,}" if isinstance(c, int) else str(c) for c in cells) + " |"
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -298,7 +283,7 @@ def markdown(result: dict[str, Any]) -> str:
         split = "; ".join(" + ".join(map(str, x["pages_per_worker"])) for x in runs)
         refetched = ", ".join(str(x["refetched"]) for x in runs)
         lines.append(
-            _row(n, m["pages_per_s"], m["cpu_ms_per_page"], m["round_trips_per_page"], per_run, split, refetched)
+            md_row(n, m["pages_per_s"], m["cpu_ms_per_page"], m["round_trips_per_page"], per_run, split, refetched)
         )
     lines += [
         "",
@@ -310,7 +295,7 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "| waiting URLs | re-score s | Redis I/O s | decode s | model s | passes s | push µs/link | pop+ack µs/URL |",
         "|---|---|---|---|---|---|---|---|",
-        _row(
+        md_row(
             r["waiting"],
             r["rescore_s"],
             r["store_io_s"],
@@ -330,7 +315,7 @@ def markdown(result: dict[str, Any]) -> str:
         "| killed after (pages) | victim's pages | survivor's pages | re-queued (expired leases) | re-fetched "
         "| fetched by both | URLs lost | survivor finished |",
         "|---|---|---|---|---|---|---|---|",
-        _row(
+        md_row(
             k["killed_at_pages"],
             k["victim_pages"],
             k["survivor_pages"],

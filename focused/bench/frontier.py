@@ -23,19 +23,16 @@ from __future__ import annotations
 
 import json
 import os
-import platform
 import random
 import re
-import resource
 import shutil
 import signal
-import sqlite3
 import statistics
 import subprocess
 import time
 from collections import Counter
 from contextlib import closing
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -45,13 +42,10 @@ from scrapy.utils.request import fingerprint
 
 from focused.bench.rescoring import STORES, rescore_study
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl, scrapy_command, stats_path
+from focused.bench.wikiweb import HOST, MODEL, SEED_URL, TOPIC, bench_run, cpu_children, md_row, read_only
 from focused.frontier.sqlite import DONE, IN_FLIGHT, WAITING
 from focused.scheduler import STORE_FILE
 
-HOST = "wikischools.test"
-SEED_URL = f"http://{HOST}/wiki/Physics"
-TOPIC = "Science.Physics"
-MODEL = PROJECT_ROOT / "models" / "wiki-topics.npz"
 _PAGES_LINE = re.compile(rb"pages=(\d+) harvest=")
 _IN_FLIGHT = re.compile(r"\((\d+) were in flight")
 
@@ -72,11 +66,6 @@ class FrontierBenchConfig:
 
     def quick(self) -> FrontierBenchConfig:
         return replace(self, budget=300, rounds=2, strategies=("apprentice",), rescore_entries=20_000, kill_budget=300)
-
-
-def _cpu_children() -> float:
-    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return usage.ru_utime + usage.ru_stime
 
 
 def _spec(
@@ -114,9 +103,9 @@ def throughput(config: FrontierBenchConfig, proxy: str) -> dict[str, Any]:
                 name = f"throughput-{strategy}-{store}-{rnd}"
                 extra = {"JOBDIR": str(_fresh_jobdir(config, name))} if store == "sqlite" else {}
                 spec = _spec(config, proxy, name, strategy, config.budget, FOCUSED_FRONTIER_STORE=store, **extra)
-                cpu = _cpu_children()
+                cpu = cpu_children()
                 result = run_crawl(spec)
-                cpu = _cpu_children() - cpu
+                cpu = cpu_children() - cpu
                 pages = int(result.stats.get("focused/pages", 0))
                 elapsed = float(result.stats.get("elapsed_time_seconds") or 0)
                 runs[store].append(
@@ -147,7 +136,7 @@ def throughput(config: FrontierBenchConfig, proxy: str) -> dict[str, Any]:
 
 def _waiting(store: Path) -> dict[str, Any]:
     """Waiting URLs left in a store and their mean number of parents (payloads) each."""
-    with closing(_read_only(store)) as conn:
+    with closing(read_only(store)) as conn:
         n, parents = conn.execute("SELECT COUNT(*), AVG(p_n) FROM urls WHERE state = ?", (WAITING,)).fetchone()
     return {"waiting_left": n, "parents_per_waiting_url": round(parents or 0, 1)}
 
@@ -182,7 +171,7 @@ def audit(crawl_db: Path, frontier_db: Path, host: str, *, only_acked: bool = Fa
     instant, even right after a kill (a page fetched but not yet acknowledged is
     fetched again, and its links found again).
     """
-    with closing(_read_only(crawl_db)) as db, closing(_read_only(frontier_db)) as frontier:
+    with closing(read_only(crawl_db)) as db, closing(read_only(frontier_db)) as frontier:
         integrity = {
             "crawl_db": db.execute("PRAGMA integrity_check").fetchone()[0],
             "frontier": frontier.execute("PRAGMA integrity_check").fetchone()[0],
@@ -205,11 +194,6 @@ def audit(crawl_db: Path, frontier_db: Path, host: str, *, only_acked: bool = Fa
         "lost_examples": lost[:5],
         "integrity": integrity,
     }
-
-
-def _read_only(path: Path) -> sqlite3.Connection:
-    """A connection that changes nothing (no WAL recovery written back): the files stay as the kill left them."""
-    return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
 
 
 def _run_until(spec: CrawlSpec, pages: int, timeout: float = 600.0) -> tuple[int, str, int]:
@@ -264,7 +248,7 @@ def kill_study(config: FrontierBenchConfig, proxy: str) -> dict[str, Any]:
             logs.append(result.log.read_text(errors="replace"))
         stats = json.loads(stats_path(spec).read_text()) if stats_path(spec).exists() else {}
         final = audit(spec.db, jobdir / STORE_FILE, HOST)
-        with closing(_read_only(spec.db)) as db:
+        with closing(read_only(spec.db)) as db:
             mean_relevance = db.execute("SELECT AVG(relevance) FROM pages").fetchone()[0]
         per_run = [len(_PAGES_LINE.findall(log.encode())) for log in logs]
         for kill, log in zip(kills, logs[1:], strict=False):
@@ -295,31 +279,18 @@ def run_frontier_bench(config: FrontierBenchConfig) -> dict[str, Any]:
     """Run the three studies through one replay of the rendered Wikipedia; write ``bench.json`` and ``bench.md``."""
     from focused.replay import ReplayServer
     from focused.replay.store import open_store
-    from focused.wiki.build import build_wiki_web
 
-    config.out.mkdir(parents=True, exist_ok=True)
-    started = time.perf_counter()
-    web = build_wiki_web(out_dir=PROJECT_ROOT / "results" / "cache" / "wiki")
-    result: dict[str, Any] = {
-        "config": {**asdict(config), "out": str(config.out), "seed_url": SEED_URL, "topic": TOPIC},
-        "machine": {"python": platform.python_version(), "cpus": os.cpu_count(), "load_before": os.getloadavg()},
-    }
-    with ReplayServer(open_store(web.warc, labels=web.labels)) as server:
+    with (
+        bench_run(config, markdown) as (web, result),
+        ReplayServer(open_store(web.warc, labels=web.labels)) as server,
+    ):
         result["throughput"] = throughput(config, server.proxy_url)
         result["rescore"] = [
             rescore_study(config.rescore_entries, config.out / "cache", parents=parents, seed=config.seed)
             for parents in ((1,) if config.rescore_entries < 100_000 else (1, 3))
         ]
         result["kill"] = kill_study(config, server.proxy_url)
-    result["machine"]["load_after"] = os.getloadavg()
-    result["seconds"] = round(time.perf_counter() - started, 1)
-    (config.out / "bench.json").write_text(json.dumps(result, indent=1))
-    (config.out / "bench.md").write_text(markdown(result))
     return result
-
-
-def _row(*cells: Any) -> str:
-    return "| " + " | ".join("–" if c is None else f"{c:,}" if isinstance(c, int) else str(c) for c in cells) + " |"
 
 
 def _integrity(audit: dict[str, Any]) -> str:
@@ -348,8 +319,8 @@ def markdown(result: dict[str, Any]) -> str:
     for strategy, t in result["throughput"].items():
         for store in STORES:
             runs = ", ".join(str(r["pages_per_s"]) for r in t["runs"][store])
-            lines.append(_row(strategy, store, *(t["median"][store][k] for k in _THROUGHPUT), runs))
-        lines.append(_row(strategy, "**sqlite/memory**", *(t["ratio"][k] for k in _THROUGHPUT[:3]), "", "", "", ""))
+            lines.append(md_row(strategy, store, *(t["median"][store][k] for k in _THROUGHPUT), runs))
+        lines.append(md_row(strategy, "**sqlite/memory**", *(t["ratio"][k] for k in _THROUGHPUT[:3]), "", "", "", ""))
     parents = [r.get("parents_per_waiting_url") for t in result["throughput"].values() for r in t["runs"]["sqlite"]]
     lines += [
         "",
@@ -369,7 +340,7 @@ def markdown(result: dict[str, Any]) -> str:
             s = study[store]
             passes = " / ".join(map(str, s["rescore_passes_s"]))
             extra = (s.get("bytes_per_waiting_url"), s.get("reopen_s"))
-            lines.append(_row(store, s["waiting"], study["parents"], *(s[k] for k in _RESCORE), passes, *extra))
+            lines.append(md_row(store, s["waiting"], study["parents"], *(s[k] for k in _RESCORE), passes, *extra))
     k = result["kill"]
     killed, both = k["killed"], (k["killed"], k["uninterrupted"])
     lines += [
@@ -382,26 +353,26 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "| | killed and resumed | uninterrupted |",
         "|---|---|---|",
-        _row("runs (kills)", *(f"{r['runs']} ({r['kills']})" for r in both)),
-        _row("pages fetched in all runs", *(r["pages_fetched"] for r in both)),
-        _row("pages fetched per run", *(" + ".join(map(str, r["pages_per_run"])) for r in both)),
-        _row("distinct pages in the crawl database", *(r["final"]["pages"] for r in both)),
-        _row("duplicate fetches (fetched − distinct)", *(r["duplicate_fetches"] for r in both)),
-        _row("in flight at a kill, re-queued on resume (log)", *(r["requeued"] for r in both)),
-        _row(
+        md_row("runs (kills)", *(f"{r['runs']} ({r['kills']})" for r in both)),
+        md_row("pages fetched in all runs", *(r["pages_fetched"] for r in both)),
+        md_row("pages fetched per run", *(" + ".join(map(str, r["pages_per_run"])) for r in both)),
+        md_row("distinct pages in the crawl database", *(r["final"]["pages"] for r in both)),
+        md_row("duplicate fetches (fetched − distinct)", *(r["duplicate_fetches"] for r in both)),
+        md_row("in flight at a kill, re-queued on resume (log)", *(r["requeued"] for r in both)),
+        md_row(
             "`focused/frontier/refetched` / `focused/pages_refetched` (last run)",
             *(f"{r['refetched_stat_last_run']} / {r['pages_refetched_stat_last_run']}" for r in both),
         ),
-        _row("URLs lost (link targets neither fetched nor in the store)", *(r["final"]["lost"] for r in both)),
-        _row("`PRAGMA integrity_check` crawl db / frontier", *(_integrity(r["final"]) for r in both)),
-        _row("harvest (`focused/harvest_rate`)", *(r["harvest_rate"] for r in both)),
-        _row("mean relevance in the crawl database", *(r["mean_relevance_db"] for r in both)),
-        _row("wall s, all runs", *(r["seconds"] for r in both)),
+        md_row("URLs lost (link targets neither fetched nor in the store)", *(r["final"]["lost"] for r in both)),
+        md_row("`PRAGMA integrity_check` crawl db / frontier", *(_integrity(r["final"]) for r in both)),
+        md_row("harvest (`focused/harvest_rate`)", *(r["harvest_rate"] for r in both)),
+        md_row("mean relevance in the crawl database", *(r["mean_relevance_db"] for r in both)),
+        md_row("wall s, all runs", *(r["seconds"] for r in both)),
         "",
         "| kill | at page (log) | pages in db | waiting | in flight | re-queued on resume "
         "| lost (links of acknowledged pages) | integrity crawl db / frontier |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for i, at in enumerate(killed["at_kills"], 1):
-        lines.append(_row(i, *(at.get(key) for key in _AT_KILL), _integrity(at)))
+        lines.append(md_row(i, *(at.get(key) for key in _AT_KILL), _integrity(at)))
     return "\n".join(lines) + "\n"
