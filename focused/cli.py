@@ -31,6 +31,17 @@ class CommandError(Exception):
     """A user error: printed as ``focused: error: ...`` with exit code 2."""
 
 
+def positive_int(text: str) -> int:
+    """An argparse ``type``: a whole number of at least 1 (else argparse's one-line usage error)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} must be at least 1")
+    return value
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="focused", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")

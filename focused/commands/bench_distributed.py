@@ -14,6 +14,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from focused.cli import positive_int
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -24,7 +26,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--out", type=Path, help="results folder (default: results/distributed)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 300 pages, 1 round, 20,000 URLs")
-    parser.add_argument("--rounds", type=int, help="throughput rounds (default: 2)")
+    parser.add_argument("--rounds", type=positive_int, help="throughput rounds (default: 2)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic frontier")
     parser.set_defaults(func=run)
 

@@ -13,6 +13,8 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from focused.cli import positive_int
+
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
@@ -23,8 +25,8 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--out", type=Path, help="results folder (default: results/frontier)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 300-page crawls, 2 rounds, 20,000 URLs")
-    parser.add_argument("--rounds", type=int, help="throughput rounds per store (default: 3)")
-    parser.add_argument("--kills", type=int, help="SIGKILLs of the killed crawl (default: 5)")
+    parser.add_argument("--rounds", type=positive_int, help="throughput rounds per store (default: 3)")
+    parser.add_argument("--kills", type=positive_int, help="SIGKILLs of the killed crawl (default: 5)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the kill points and the synthetic frontier")
     parser.set_defaults(func=run)
 
