@@ -3,10 +3,14 @@
 from __future__ import annotations
 
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
+from focused.bench.runner import CrawlSpec
 from focused.learning.critic import Critic
-from focused.replay import ReplayStore, StoredResponse
+from focused.replay import ReplayServer, ReplayStore, StoredResponse
 
 SPORT = tuple("football goal match team league score player coach stadium season championship referee".split())
 COOKING = tuple("recipe oven flour sugar bake butter dough kitchen simmer sauce pastry spice".split())
@@ -114,3 +118,34 @@ def graph_site(n: int = 240, out: int = 6, seed: int = 3) -> ReplayStore:
             links.append((f"/missing/{i}.html", "gone"))
         add(store, f"/g/{i}.html", page(f"page {i}", words(vocab, 60, rng), links), kinds[i])
     return store
+
+
+@contextmanager
+def graph_web(tmp: Path, pages: int = 240) -> Iterator[dict[str, Any]]:
+    """:func:`graph_site` served by a replay proxy, with a sport/cooking critic: what crawl tests get."""
+    model = train_critic(tmp / "critic.model")
+    with ReplayServer(graph_site(pages), latency=0.01) as server:
+        yield {"model": model, "proxy": server.proxy_url, "tmp": tmp}
+
+
+def graph_crawl(
+    web: dict[str, Any],
+    name: str,
+    *,
+    strategy: str,
+    max_pages: int = 0,
+    seeds: tuple[str, ...] = (HOST + "/g/0.html",),
+    **settings: Any,
+) -> CrawlSpec:
+    """A crawl of :func:`graph_web` for topic ``sport``: concurrency 2, DEBUG log, its database named ``name``."""
+    return CrawlSpec(
+        name=name,
+        topic="sport",
+        strategy=strategy,
+        seeds=tuple(seeds),
+        model=web["model"],
+        proxy=web["proxy"],
+        db=web["tmp"] / f"{name}.sqlite",
+        max_pages=max_pages,
+        settings={"FOCUSED_REPLAY_CONCURRENCY": 2, "LOG_LEVEL": "DEBUG", **settings},
+    )

@@ -19,10 +19,9 @@ from scrapy import Request
 from scrapy.exceptions import DontCloseSpider
 from scrapy.settings import Settings
 
-from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl, scrapy_command, stats_path
-from focused.replay import ReplayServer
+from focused.bench.runner import PROJECT_ROOT, run_crawl, scrapy_command, stats_path
 from tests.redis_server import RedisServer, free_port
-from tests.sites import HOST, graph_site, train_critic
+from tests.sites import graph_crawl, graph_web
 from tests.test_scheduler import drain, make_scheduler
 
 PAGES = 240
@@ -156,24 +155,12 @@ def test_redis_store_needs_redis_url():
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("dist")
-    model = train_critic(tmp / "critic.model")
-    with ReplayServer(graph_site(PAGES), latency=0.01) as server:
-        yield {"model": model, "proxy": server.proxy_url, "tmp": tmp}
+    with graph_web(tmp_path_factory.mktemp("dist"), PAGES) as web:
+        yield web
 
 
 def spec(site, name, strategy="baseline", **settings):
-    return CrawlSpec(
-        name=name,
-        topic="sport",
-        strategy=strategy,
-        seeds=(HOST + "/g/0.html",),
-        model=site["model"],
-        proxy=site["proxy"],
-        db=site["tmp"] / f"{name}.sqlite",
-        max_pages=0,
-        settings={"FOCUSED_REPLAY_CONCURRENCY": 2, "FOCUSED_APPRENTICE_BATCH": 20, "LOG_LEVEL": "DEBUG", **settings},
-    )
+    return graph_crawl(site, name, strategy=strategy, **{"FOCUSED_APPRENTICE_BATCH": 20, **settings})
 
 
 def pages(db):

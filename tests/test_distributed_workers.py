@@ -12,8 +12,7 @@ from pathlib import Path
 import pytest
 
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, scrapy_command, stats_path
-from focused.replay import ReplayServer
-from tests.sites import HOST, graph_site, train_critic
+from tests.sites import HOST, graph_crawl, graph_web
 from tests.test_distributed import PAGES, pages, redis_settings
 
 ENV = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SCRAPY_SETTINGS_MODULE="focused.settings")
@@ -21,24 +20,12 @@ ENV = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SCRAPY_SETTINGS_MODULE="foc
 
 @pytest.fixture(scope="module")
 def web(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("workers")
-    model = train_critic(tmp / "critic.model")
-    with ReplayServer(graph_site(PAGES), latency=0.01) as server:
-        yield {"model": model, "proxy": server.proxy_url, "tmp": tmp}
+    with graph_web(tmp_path_factory.mktemp("workers"), PAGES) as served:
+        yield served
 
 
 def worker(web, name, seeds=(HOST + "/g/0.html",), **settings) -> CrawlSpec:
-    return CrawlSpec(
-        name=name,
-        topic="sport",
-        strategy="baseline",
-        seeds=tuple(seeds),
-        model=web["model"],
-        proxy=web["proxy"],
-        db=web["tmp"] / f"{name}.sqlite",
-        max_pages=0,
-        settings={"FOCUSED_REPLAY_CONCURRENCY": 2, "LOG_LEVEL": "DEBUG", **settings},
-    )
+    return graph_crawl(web, name, strategy="baseline", seeds=tuple(seeds), **settings)
 
 
 class Worker:

@@ -21,9 +21,8 @@ import pytest
 from scrapy import Request
 from scrapy.utils.request import fingerprint
 
-from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl, scrapy_command
-from focused.replay import ReplayServer
-from tests.sites import HOST, graph_site, train_critic
+from focused.bench.runner import PROJECT_ROOT, run_crawl, scrapy_command
+from tests.sites import HOST, graph_crawl, graph_web
 
 PAGES = 240
 APPRENTICE = {"FOCUSED_APPRENTICE_BATCH": 20, "FOCUSED_APPRENTICE_MIN_INSTANCES": 30}
@@ -34,24 +33,12 @@ COMMITS = {"FOCUSED_FRONTIER_COMMIT_SECONDS": 0.2, "FOCUSED_DB_COMMIT_SECONDS": 
 
 @pytest.fixture(scope="module")
 def site(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("graph")
-    model = train_critic(tmp / "critic.model")
-    with ReplayServer(graph_site(PAGES), latency=0.01) as server:
-        yield {"model": model, "proxy": server.proxy_url, "tmp": tmp}
+    with graph_web(tmp_path_factory.mktemp("graph"), PAGES) as web:
+        yield web
 
 
 def spec(site, name, strategy="apprentice", max_pages=0, **settings):
-    return CrawlSpec(
-        name=name,
-        topic="sport",
-        strategy=strategy,
-        seeds=(HOST + "/g/0.html",),
-        model=site["model"],
-        proxy=site["proxy"],
-        db=site["tmp"] / f"{name}.sqlite",
-        max_pages=max_pages,
-        settings={"FOCUSED_REPLAY_CONCURRENCY": 2, "LOG_LEVEL": "DEBUG", **APPRENTICE, **COMMITS, **settings},
-    )
+    return graph_crawl(site, name, strategy=strategy, max_pages=max_pages, **{**APPRENTICE, **COMMITS, **settings})
 
 
 def run(s, resume=False):
