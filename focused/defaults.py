@@ -52,6 +52,11 @@ FOCUSED_DB_COMMIT_EVERY = 200
 FOCUSED_DB_COMMIT_SECONDS = 1.0
 #: Forward HTTP proxy of an offline replay (``focused replay``); empty = live web.
 FOCUSED_REPLAY_PROXY = ""
+#: Internal addresses (loopback, private, link-local, their IPv6 forms) are refused for every request,
+#: redirects and meta refreshes included, except these: comma-separated CIDR networks, addresses or host
+#: names, each optionally with ``:port`` (``127.0.0.0/8,::1``, ``127.0.0.1:8080``, ``intranet.example``).
+#: A configured proxy (FOCUSED_REPLAY_PROXY) is trusted; its targets are checked by name.
+FOCUSED_ALLOW_INTERNAL = ""
 #: ``replay`` applies settings for crawling a loopback replay (no delays, no
 #: throttling, benchmark concurrency); empty keeps the polite live-web defaults.
 FOCUSED_PROFILE = ""

@@ -33,7 +33,12 @@ SPIDER_MIDDLEWARES = {
 }
 DOWNLOADER_MIDDLEWARES = {
     "focused.proxy.ReplayProxyMiddleware": 740,
+    # After the proxy middlewares (a proxied request is checked by its target's name), before the
+    # redirect middlewares in process_response (a redirect from an internal address is refused).
+    "focused.internal.RefuseInternalMiddleware": 760,
 }
+# Internal addresses are refused at connection time too (DNS rebinding): see focused.resolver.
+TWISTED_DNS_RESOLVER = "focused.resolver.PolicyResolver"
 ITEM_PIPELINES = {
     "focused.pipelines.CriticPipeline": 300,
 }

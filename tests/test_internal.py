@@ -1,0 +1,204 @@
+"""Internal addresses (SSRF): the policy, the middleware's checks, the resolver, and a real crawl."""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+from pathlib import Path
+
+import pytest
+from scrapy.exceptions import IgnoreRequest
+from scrapy.http import HtmlResponse, Request
+from scrapy.utils.test import get_crawler
+from twisted.internet import defer
+
+from focused.addresses import AddressPolicy, is_internal_ip
+from focused.bench.runner import CrawlSpec, run_crawl
+from focused.crawldb import iter_pages
+from focused.errors import ConfigError
+from focused.internal import STAT, InternalAddressError, RefuseInternalMiddleware
+from focused.resolver import PolicyResolver
+from tests.local_server import HTML, LocalServer
+from tests.sites import SPORT, train_critic
+
+INTERNAL = [
+    "127.0.0.1",
+    "127.8.9.10",
+    "10.1.2.3",
+    "172.16.0.1",
+    "172.31.255.254",
+    "192.168.1.1",
+    "169.254.169.254",
+    "0.0.0.0",
+    "100.64.0.1",
+    "::1",
+    "::",
+    "fc00::1",
+    "fd12:3456::1",
+    "fe80::1",
+    "::ffff:127.0.0.1",
+    "::ffff:10.0.0.1",
+    "::ffff:169.254.169.254",
+]
+PUBLIC = ["8.8.8.8", "172.32.0.1", "192.169.0.1", "2001:4860:4860::8888", "::ffff:8.8.8.8"]
+
+
+@pytest.mark.parametrize("ip", INTERNAL)
+def test_internal_ranges_are_refused(ip: str) -> None:
+    assert is_internal_ip(ipaddress.ip_address(ip))
+    assert AddressPolicy().refuses(ip, None, 80)  # an IP literal host
+    assert AddressPolicy().refuses("public.example", ipaddress.ip_address(ip), 80)  # a name resolving there
+
+
+@pytest.mark.parametrize("ip", PUBLIC)
+def test_public_addresses_pass(ip: str) -> None:
+    assert not AddressPolicy().refuses(ip, None, 80)
+    assert not AddressPolicy().refuses("public.example", ipaddress.ip_address(ip), 80)
+
+
+def test_local_names_are_refused_before_any_lookup() -> None:
+    policy = AddressPolicy()
+    assert policy.refuses("localhost", None, 80) and policy.refuses("a.localhost.", None, 80)
+    assert not policy.refuses("example.org", None, 80)  # decided once resolved
+
+
+def test_allow_list_entries() -> None:
+    policy = AddressPolicy.from_setting("127.0.0.0/8, ::1, 10.1.2.3:8080, [fd00::1]:81, Intranet.Example")
+    ip = ipaddress.ip_address
+    assert not policy.refuses("127.0.0.1", None, 9) and not policy.refuses("localhost", None, 9)
+    assert not policy.refuses("::1", None, 9) and not policy.refuses("::ffff:127.0.0.1", None, 9)
+    assert not policy.refuses("10.1.2.3", None, 8080) and policy.refuses("10.1.2.3", None, 8081)
+    assert not policy.refuses("fd00::1", None, 81) and policy.refuses("fd00::1", None, 80)
+    assert not policy.refuses("intranet.example", ip("10.9.9.9"), 80)
+    assert policy.refuses("other.example", ip("10.9.9.9"), 80) and policy.refuses("192.168.0.1", None, 80)
+
+
+@pytest.mark.parametrize("bad", ["not a host", "10.0.0.1:99999", "http://x/", "a..b"])
+def test_bad_allow_list_is_one_config_error(bad: str) -> None:
+    with pytest.raises(ConfigError, match="FOCUSED_ALLOW_INTERNAL"):
+        RefuseInternalMiddleware.from_crawler(get_crawler(settings_dict={"FOCUSED_ALLOW_INTERNAL": bad}))
+
+
+def _middleware(allow: str = "") -> RefuseInternalMiddleware:
+    crawler = get_crawler(settings_dict={"FOCUSED_ALLOW_INTERNAL": allow})
+    crawler.stats.open_spider()
+    return RefuseInternalMiddleware.from_crawler(crawler)
+
+
+def test_the_address_connected_to_is_checked_after_the_download() -> None:
+    """DNS rebinding: a public name that connected to an internal address is dropped."""
+    mw = _middleware()
+    request = Request("http://public.example/page")
+    response = HtmlResponse(request.url, body=b"<html>INTERNAL SECRET</html>", ip_address=ipaddress.ip_address("10.0.0.5"))
+    with pytest.raises(IgnoreRequest):
+        mw.process_response(request, response)
+    assert mw.stats.get_value(STAT) == 1
+    public = HtmlResponse(request.url, body=b"<html>ok</html>", ip_address=ipaddress.ip_address("93.184.216.34"))
+    assert mw.process_response(request, public) is public
+    # Through a configured proxy the address is the proxy's (trusted), not the target's.
+    proxied = Request("http://public.example/page", meta={"proxy": "http://127.0.0.1:8899"})
+    via_proxy = HtmlResponse(request.url, body=b"<html>ok</html>", ip_address=ipaddress.ip_address("127.0.0.1"))
+    assert mw.process_response(proxied, via_proxy) is via_proxy
+
+
+def test_a_proxied_request_is_checked_by_its_target() -> None:
+    mw = _middleware()
+    with pytest.raises(IgnoreRequest):
+        asyncio.run(mw.process_request(Request("http://127.0.0.1:5000/", meta={"proxy": "http://127.0.0.1:8899"})))
+
+
+def test_the_resolver_refuses_a_name_that_now_resolves_internally() -> None:
+    """At connection time the resolver's answer is checked too (a rebinding between check and connect)."""
+    answers = {"rebind.example": "127.0.0.1", "public.example": "93.184.216.34", "lan.example": "10.0.0.7"}
+
+    class Fake(PolicyResolver):
+        def __init__(self, policy: AddressPolicy) -> None:
+            self.policy, self.trusted = policy, set()
+
+    def lookup(name: str) -> defer.Deferred:
+        return defer.succeed(answers[name]).addCallback(resolver._check, name)
+
+    resolver = Fake(AddressPolicy.from_setting("lan.example"))
+    failures: list[object] = []
+    lookup("rebind.example").addErrback(failures.append)
+    assert len(failures) == 1 and failures[0].check(InternalAddressError)  # type: ignore[attr-defined]
+    assert lookup("public.example").result == "93.184.216.34"
+    assert lookup("lan.example").result == "10.0.0.7"
+
+
+def _page(title: str, body: str, links: list[str], head: str = "") -> tuple[int, list[tuple[str, str]], bytes]:
+    anchors = "".join(f'<a href="{href}">{href}</a> ' for href in links)
+    html = f"<html><head><title>{title}</title>{head}</head><body><p>{body}</p>{anchors}</body></html>"
+    return 200, HTML, html.encode()
+
+
+def test_crawl_refuses_links_redirects_and_refreshes_to_internal_addresses(tmp_path: Path) -> None:
+    """A real crawl of a loopback site allowed on its own port: every way to another local port is refused."""
+    secret = {"/secret": (200, HTML, b"<html><body>INTERNAL SECRET</body></html>")}
+    with LocalServer(secret) as inside:
+        other = f"127.0.0.1:{inside.port}"
+        text = " ".join(SPORT * 6)
+        site: dict[str, tuple[int, list[tuple[str, str]], bytes]] = {}
+        with LocalServer(site) as web:
+            site["/"] = _page(
+                "home",
+                text,
+                [
+                    "/ok",
+                    "/redirect",
+                    "/refresh",
+                    f"http://{other}/secret",
+                    f"http://localhost:{inside.port}/secret",
+                    f"http://[::1]:{inside.port}/secret",
+                    "http://10.0.0.1/secret",
+                    "http://169.254.169.254/latest/meta-data/",
+                    f"http://[::ffff:127.0.0.1]:{inside.port}/secret",
+                ],
+            )
+            site["/ok"] = _page("ok", text, [f"http://{other}/secret?again=1"])
+            site["/redirect"] = (302, [("Location", f"http://{other}/secret?via=302")], b"")
+            refresh = f'<meta http-equiv="refresh" content="0; url=http://localhost:{inside.port}/secret?via=refresh">'
+            site["/refresh"] = _page("refresh", text, [], head=refresh)
+            spec = CrawlSpec(
+                name="ssrf",
+                topic="sport",
+                strategy="bfs",
+                seeds=(web.url + "/",),
+                model=train_critic(tmp_path / "critic.model"),
+                proxy="",
+                db=tmp_path / "ssrf.sqlite",
+                max_pages=0,
+                settings={"FOCUSED_ALLOW_INTERNAL": web.allow, "FOCUSED_REPLAY_CONCURRENCY": 2},
+            )
+            result = run_crawl(spec, timeout=120)
+    assert result.returncode == 0, result.log.read_text()
+    assert inside.hits == []  # nothing reached the other port, not even robots.txt
+    assert {"/", "/ok", "/redirect", "/refresh"} <= set(web.hits)
+    pages = list(iter_pages(spec.db, with_html=True))
+    assert {p.url for p in pages} == {web.url + "/", web.url + "/ok"}  # /refresh became its redirect
+    assert not any("INTERNAL SECRET" in (p.html or "") for p in pages)
+    # 9 distinct refused URLs (the 302 and the refresh included), plus robots.txt of refused hosts
+    assert result.stats[STAT] >= 9
+    log = result.log.read_text()
+    refused_lines = [line for line in log.splitlines() if "Refused " in line and "internal address" in line]
+    hosts = [line.split(": host ")[1].split()[0] for line in refused_lines]
+    assert sorted(hosts) == sorted(set(hosts))  # one line per host, not per URL
+    assert {"127.0.0.1", "localhost", "10.0.0.1", "169.254.169.254", "::1"} <= set(hosts)
+
+
+def test_a_loopback_seed_is_refused_by_default(tmp_path: Path) -> None:
+    with LocalServer({"/": _page("home", "hello", [])}) as web:
+        spec = CrawlSpec(
+            name="seed",
+            topic="sport",
+            strategy="bfs",
+            seeds=(web.url + "/",),
+            model=train_critic(tmp_path / "critic.model"),
+            proxy="",
+            db=tmp_path / "seed.sqlite",
+            max_pages=0,
+        )
+        result = run_crawl(spec, timeout=120)
+    assert result.returncode == 0
+    assert web.hits == [] and result.stats[STAT] >= 1
+    assert "allow it with FOCUSED_ALLOW_INTERNAL" in result.log.read_text()
