@@ -99,8 +99,11 @@ def _parse_entry(text: str) -> _Entry:
     except ValueError:
         pass
     name = entry.lower().rstrip(".")
-    if not name or "/" in name or any(c.isspace() for c in name) or not all(
-        part and all(c.isalnum() or c in "-_" for c in part) for part in name.split(".")
+    if (
+        not name
+        or "/" in name
+        or any(c.isspace() for c in name)
+        or not all(part and all(c.isalnum() or c in "-_" for c in part) for part in name.split("."))
     ):
         raise AllowListError(
             f"FOCUSED_ALLOW_INTERNAL: {text!r} is not a network, address or host name "

@@ -57,6 +57,22 @@ FOCUSED_REPLAY_PROXY = ""
 #: names, each optionally with ``:port`` (``127.0.0.0/8,::1``, ``127.0.0.1:8080``, ``intranet.example``).
 #: A configured proxy (FOCUSED_REPLAY_PROXY) is trusted; its targets are checked by name.
 FOCUSED_ALLOW_INTERNAL = ""
+#: Crawler traps. Query and ``;path`` parameters dropped from outlinks (session ids; case-insensitive,
+#: comma-separated; empty: keep every URL as it is).
+FOCUSED_SESSION_PARAMS = "jsessionid,phpsessid,aspsessionid,sessionid,session_id,sessid,sid,cfid,cftoken,oscsid,zenid"
+#: Links more than this many hops from a seed are not followed (0: no limit).
+FOCUSED_MAX_DEPTH = 30
+#: URLs in which one path segment occurs more than this many times are not followed (0: no limit).
+FOCUSED_MAX_PATH_REPEATS = 3
+#: Requests sent to one host at most (robots.txt aside); beyond it they are dropped (0: no limit).
+FOCUSED_MAX_PAGES_PER_HOST = 10000
+#: A page whose visible text is a near-duplicate of an earlier page's feeds no links to the frontier.
+FOCUSED_NEAR_DUPLICATES = True
+#: Near-duplicate: SimHash fingerprints (64 bits) of the two texts differ in at most this many bits (0 to 15).
+FOCUSED_NEAR_DUPLICATE_BITS = 3
+#: A URL pattern (digits and query values blanked) with at least this many near-duplicate pages, the
+#: majority of its pages, is a trap: its waiting URLs are not fetched (0: never).
+FOCUSED_TRAP_PATTERN_DUPLICATES = 3
 #: ``replay`` applies settings for crawling a loopback replay (no delays, no
 #: throttling, benchmark concurrency); empty keeps the polite live-web defaults.
 FOCUSED_PROFILE = ""

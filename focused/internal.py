@@ -29,7 +29,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.error import DNSLookupError
 
-from focused.addresses import AddressPolicy, AllowListError, parse_ip
+from focused.addresses import AddressPolicy, AllowListError, IPAddress, parse_ip
 from focused.errors import ConfigError
 
 if TYPE_CHECKING:
@@ -94,15 +94,15 @@ class RefuseInternalMiddleware:
         if isinstance(exception, InternalAddressError):
             self._refuse(request, urlsplit(request.url).hostname or "", str(exception), after=True)
 
-    async def _resolve(self, host: str) -> object:
+    async def _resolve(self, host: str) -> IPAddress | None:
         """The host's address through the reactor's resolver (cached for the connection); ``None`` if unknown."""
         from twisted.internet import reactor
 
         try:
-            address = await maybe_deferred_to_future(reactor.resolve(host))  # type: ignore[attr-defined]
+            address = await maybe_deferred_to_future(reactor.resolve(host))  # type: ignore[arg-type]
         except InternalAddressError:
             return parse_ip("127.0.0.1")  # the resolver refused it: an internal address
-        except Exception:  # noqa: BLE001  (the download reports a name that does not resolve)
+        except Exception:  # the download reports a name that does not resolve
             return None
         return parse_ip(str(address))
 

@@ -28,6 +28,11 @@ SCHEDULER = "focused.scheduler.FocusedScheduler"
 DEPTH_PRIORITY = 0
 
 SPIDER_MIDDLEWARES = {
+    # Crawler traps, before the links are scored: canonical URLs, then near-duplicate pages feed no
+    # links, then depth and repeated-path limits.
+    "focused.canonical.CanonicalUrlMiddleware": 980,
+    "focused.neardup.NearDuplicateMiddleware": 975,
+    "focused.linkguard.LinkGuardMiddleware": 970,
     "focused.scoring.LinkScoringMiddleware": 950,
     "focused.restrict.RestrictToCrawlMiddleware": 960,
 }
@@ -36,6 +41,11 @@ DOWNLOADER_MIDDLEWARES = {
     # After the proxy middlewares (a proxied request is checked by its target's name), before the
     # redirect middlewares in process_response (a redirect from an internal address is refused).
     "focused.internal.RefuseInternalMiddleware": 760,
+    "focused.trapguard.TrapGuardMiddleware": 770,
+    # Decompression as Scrapy does it, with the bombs counted; then binary bodies served as text are skipped.
+    "scrapy.downloadermiddlewares.httpcompression.HttpCompressionMiddleware": None,
+    "focused.compression.CountingHttpCompressionMiddleware": 590,
+    "focused.content.BinaryBodyMiddleware": 570,
 }
 # Internal addresses are refused at connection time too (DNS rebinding): see focused.resolver.
 TWISTED_DNS_RESOLVER = "focused.resolver.PolicyResolver"

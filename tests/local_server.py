@@ -25,7 +25,7 @@ class LocalServer:
         server = self
 
         class Handler(BaseHTTPRequestHandler):
-            def do_GET(self) -> None:  # noqa: N802
+            def do_GET(self) -> None:
                 server.hits.append(self.path)
                 answer = server.answer(self.path)
                 status, headers, body = answer or (404, HTML, b"<html><body>not found</body></html>")

@@ -89,7 +89,9 @@ def test_the_address_connected_to_is_checked_after_the_download() -> None:
     """DNS rebinding: a public name that connected to an internal address is dropped."""
     mw = _middleware()
     request = Request("http://public.example/page")
-    response = HtmlResponse(request.url, body=b"<html>INTERNAL SECRET</html>", ip_address=ipaddress.ip_address("10.0.0.5"))
+    response = HtmlResponse(
+        request.url, body=b"<html>INTERNAL SECRET</html>", ip_address=ipaddress.ip_address("10.0.0.5")
+    )
     with pytest.raises(IgnoreRequest):
         mw.process_response(request, response)
     assert mw.stats.get_value(STAT) == 1

@@ -1,0 +1,66 @@
+"""Spider middleware that drops session-id parameters from outlinks (URL canonicalization).
+
+``?PHPSESSID=...``, ``;jsessionid=...`` and the like give one page endlessly
+many URLs; without them the frontier's seen-set recognises the page. The names
+come from ``FOCUSED_SESSION_PARAMS`` (case-insensitive; empty: off).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+from urllib.parse import parse_qsl, urlsplit, urlunsplit
+
+from scrapy.exceptions import NotConfigured
+from scrapy.http import Request, Response
+from w3lib.url import url_query_cleaner
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+STAT = "focused/traps/session_ids"
+_PATH_PARAM = re.compile(r";([^/;=?#]+)=[^/;?#]*")
+
+
+def strip_session_ids(url: str, names: frozenset[str]) -> str:
+    """``url`` without the query parameters and ``;name=value`` path parameters named in ``names``."""
+    parts = urlsplit(url)
+    path = parts.path
+    if ";" in path:
+        path = _PATH_PARAM.sub(lambda m: "" if m.group(1).lower() in names else m.group(0), path)
+    if path != parts.path:
+        url = urlunsplit(parts._replace(path=path))
+    if parts.query:
+        keys = [key for key, _ in parse_qsl(parts.query, keep_blank_values=True) if key.lower() in names]
+        if keys:
+            url = url_query_cleaner(url, keys, remove=True, unique=False, keep_fragments=True)
+    return url
+
+
+class CanonicalUrlMiddleware:
+    """Rewrite each outlink without its session-id parameters (counted in ``focused/traps/session_ids``)."""
+
+    def __init__(self, crawler: Crawler, names: frozenset[str]) -> None:
+        self.stats = crawler.stats
+        self.names = names
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        value = crawler.settings.get("FOCUSED_SESSION_PARAMS") or ""
+        items = value.split(",") if isinstance(value, str) else list(value)
+        names = frozenset(n.strip().lower() for n in items if n.strip())
+        if not names:
+            raise NotConfigured
+        return cls(crawler, names)
+
+    async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        async for obj in result:
+            if isinstance(obj, Request):
+                url = strip_session_ids(obj.url, self.names)
+                if url != obj.url:
+                    self.stats.inc_value(STAT)
+                    obj = obj.replace(url=url)
+            yield obj

@@ -1,0 +1,82 @@
+"""Near-duplicate pages: 64-bit SimHash of the visible text, and an index that finds close ones.
+
+Plain Python and numpy, no Scrapy. Charikar's SimHash over word bigrams of the
+text, lowercased, with every run of digits read as ``0`` (so that pages that
+differ only by dates, counters or ids, a calendar's months, come out alike);
+two pages are near-duplicates when their fingerprints differ in at most ``k``
+bits (Manku et al., WWW 2007, use k = 3 of 64). :class:`SimHashIndex` finds them
+without comparing every pair: split into k + 1 blocks, two fingerprints within
+distance k agree exactly on at least one block.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import re
+from collections import Counter, defaultdict
+
+import numpy as np
+
+_WORD = re.compile(r"\w+")
+_DIGITS = re.compile(r"\d+")
+#: Words read per page: enough to tell pages apart, bounded work on a huge page.
+MAX_WORDS = 20_000
+#: Pages with fewer bigrams than this get no fingerprint (too little text to tell).
+MIN_SHINGLES = 8
+_BITS = np.uint64(1) << np.arange(64, dtype=np.uint64)
+
+
+def _hash64(text: str) -> int:
+    return int.from_bytes(hashlib.blake2b(text.encode("utf-8"), digest_size=8).digest(), "little")
+
+
+def simhash(text: str) -> int | None:
+    """The page's 64-bit SimHash, or ``None`` for a page with too little text."""
+    words = _WORD.findall(_DIGITS.sub("0", text[: MAX_WORDS * 12].lower()))[:MAX_WORDS]
+    shingles = Counter(f"{a} {b}" for a, b in itertools.pairwise(words))
+    if len(shingles) < MIN_SHINGLES:
+        return None
+    hashes = np.fromiter((_hash64(s) for s in shingles), dtype=np.uint64, count=len(shingles))
+    weights = np.fromiter(shingles.values(), dtype=np.float64, count=len(shingles))
+    bits = (hashes[:, None] & _BITS[None, :]) != 0  # (shingles, 64)
+    votes = weights @ np.where(bits, 1.0, -1.0)
+    return int(sum(1 << i for i in np.flatnonzero(votes > 0)))
+
+
+def distance(a: int, b: int) -> int:
+    """Hamming distance of two fingerprints."""
+    return (a ^ b).bit_count()
+
+
+class SimHashIndex:
+    """Fingerprints seen so far; :meth:`add` tells whether a new one is within ``k`` bits of one of them."""
+
+    def __init__(self, k: int = 3) -> None:
+        if not 0 <= k <= 15:
+            raise ValueError(f"near-duplicate distance must be 0 to 15 bits, not {k}")
+        self.k = k
+        edges = np.linspace(0, 64, k + 2).astype(int)
+        self._blocks = [(int(lo), int(hi)) for lo, hi in itertools.pairwise(edges)]
+        self._tables: list[defaultdict[int, list[int]]] = [defaultdict(list) for _ in self._blocks]
+        self.size = 0
+
+    def _keys(self, fp: int) -> list[int]:
+        return [(fp >> lo) & ((1 << (hi - lo)) - 1) for lo, hi in self._blocks]
+
+    def nearest(self, fp: int) -> int | None:
+        """A stored fingerprint within ``k`` bits of ``fp``, else ``None``."""
+        for table, key in zip(self._tables, self._keys(fp), strict=True):
+            for other in table.get(key, ()):
+                if distance(fp, other) <= self.k:
+                    return other
+        return None
+
+    def add(self, fp: int) -> bool:
+        """Store ``fp``; True if it is a near-duplicate of a stored one (then it is not stored again)."""
+        if self.nearest(fp) is not None:
+            return True
+        for table, key in zip(self._tables, self._keys(fp), strict=True):
+            table[key].append(fp)
+        self.size += 1
+        return False

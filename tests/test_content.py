@@ -1,0 +1,85 @@
+"""Content that is not a page: binary bodies served as text/html, and a gzip bomb, from a real local server."""
+
+from __future__ import annotations
+
+import gzip
+import random
+from pathlib import Path
+
+import pytest
+
+from focused.bench.runner import CrawlSpec, run_crawl
+from focused.compression import STAT as BOMB
+from focused.content import STAT as BINARY
+from focused.content import looks_binary
+from focused.crawldb import iter_pages
+from tests.local_server import HTML, LocalServer
+from tests.sites import SPORT, train_critic
+
+TEXTS = [
+    ("utf-8", "Fußball: Tor, Spieler, Mannschaft — Saison 2024/25. Élève, naïve, façade. " * 40),
+    ("cp1252", "Café crème, résumé, “quotes” and – dashes … " * 40),
+    ("shift_jis", "サッカーの試合は午後三時に始まります。チームと監督。" * 40),
+    ("utf-16", "A page in UTF-16: every ASCII letter has a NUL byte beside it. " * 40),
+    ("iso-8859-1", "<html><body><p>Plain ASCII page, tabs\tand\nnewlines.</p></body></html>" * 40),
+]
+
+
+@pytest.mark.parametrize(("encoding", "text"), TEXTS)
+def test_text_in_any_encoding_is_not_binary(encoding: str, text: str) -> None:
+    assert not looks_binary(text.encode(encoding), encoding)
+
+
+@pytest.mark.parametrize("encoding", ["utf-8", "iso-8859-1", "cp1252", "shift_jis", "ascii"])
+def test_random_bytes_are_binary_in_any_encoding(encoding: str) -> None:
+    body = random.Random(0).randbytes(20_000)
+    assert looks_binary(body, encoding)
+    assert looks_binary(b"<html><body>" + body.replace(b"\x00", b"") + b"</body></html>", encoding)
+
+
+def test_a_nul_byte_in_a_narrow_encoding_is_binary() -> None:
+    assert looks_binary(b"<html><body>hello\x00world</body></html>", "utf-8")
+
+
+def test_binary_bodies_and_a_gzip_bomb_are_skipped_and_counted(tmp_path: Path) -> None:
+    rng = random.Random(1)
+    text = " ".join(rng.choice(SPORT) for _ in range(200))
+    links = ["/ok", "/binary", "/nul", "/latin", "/bomb", "/utf16"]
+    anchors = "".join(f'<a href="{href}">{href}</a> ' for href in links)
+    bomb = gzip.compress(b" " * (12 * 1024 * 1024), compresslevel=9)  # 12 MiB of spaces in ~12 KiB
+    pages = {
+        "/": (200, HTML, f"<html><head><title>home</title></head><body><p>{text}</p>{anchors}</body></html>".encode()),
+        "/ok": (200, HTML, f"<html><body><p>{text} ok</p></body></html>".encode()),
+        "/binary": (200, HTML, rng.randbytes(30_000)),
+        "/nul": (200, HTML, f"<html><body><p>{text}</p>\x00\x00\x00</body></html>".encode()),
+        "/latin": (
+            200,
+            [("Content-Type", "text/html; charset=iso-8859-1")],
+            rng.randbytes(30_000).replace(b"\x00", b""),
+        ),
+        "/bomb": (200, [*HTML, ("Content-Encoding", "gzip")], bomb),
+        "/utf16": (
+            200,
+            [("Content-Type", "text/html; charset=utf-16")],
+            f"<html><body><p>{text} in utf-16</p></body></html>".encode("utf-16"),
+        ),
+    }
+    with LocalServer(pages) as web:
+        spec = CrawlSpec(
+            name="content",
+            topic="sport",
+            strategy="bfs",
+            seeds=(web.url + "/",),
+            model=train_critic(tmp_path / "critic.model"),
+            proxy="",
+            db=tmp_path / "content.sqlite",
+            max_pages=0,
+            settings={"FOCUSED_ALLOW_INTERNAL": web.allow},
+        )
+        result = run_crawl(spec, timeout=120)
+    assert result.returncode == 0, result.log.read_text()
+    assert {p.removeprefix("/") for p in web.hits} >= {"", "ok", "binary", "nul", "latin", "bomb", "utf16"}
+    stored = {p.url.removeprefix(web.url) for p in iter_pages(spec.db)}
+    assert stored == {"/", "/ok", "/utf16"}
+    assert result.stats.get(BINARY) == 3
+    assert result.stats.get(BOMB) == 1
