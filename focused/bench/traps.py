@@ -48,10 +48,17 @@ class TrapBenchConfig:
 
 
 def run_case(
-    work: Path, proxy: str, model: Path, strategy: str, budget: int, settings: dict[str, object]
+    work: Path,
+    proxy: str,
+    model: Path,
+    strategy: str,
+    budget: int,
+    settings: dict[str, object],
+    name: str | None = None,
 ) -> dict[str, Any]:
     """One crawl of the probe; its pages by kind and the share of the budget spent in traps."""
-    name = f"{strategy}-{'off' if settings.get('FOCUSED_NEAR_DUPLICATES') is False else 'on'}"
+    defences = settings.get("FOCUSED_NEAR_DUPLICATES") is not False
+    name = name or f"{strategy}-{'on' if defences else 'off'}"
     spec = CrawlSpec(
         name=name,
         topic=TOPIC,
@@ -72,7 +79,7 @@ def run_case(
     stats = {k.removeprefix("focused/traps/"): v for k, v in result.stats.items() if k.startswith("focused/traps/")}
     return {
         "strategy": strategy,
-        "defences": name.endswith("-on"),
+        "defences": defences,
         "pages": len(urls),
         **counts,
         "in_traps": in_traps,
