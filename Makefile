@@ -8,7 +8,7 @@ PAGES ?= 300
 BENCH_ARGS ?=
 
 
-.PHONY: help install install-redis crawl demo test bench bench-quick bench-frontier bench-distributed bench-features models lint format clean
+.PHONY: help install install-redis crawl demo test bench bench-quick bench-frontier bench-distributed bench-traps bench-features models lint format clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -40,16 +40,20 @@ demo: crawl  ## same as `make crawl`
 test: install  ## run the whole test suite
 	$(PYTHON) -m pytest -q
 
-bench: install  ## run the benchmarks (results/ gets JSON, Markdown and plots), then bench-frontier and bench-distributed
+bench: install  ## run the benchmarks (results/ gets JSON, Markdown and plots), then bench-frontier, -distributed, -traps
 	$(PYTHON) -m focused bench $(BENCH_ARGS)
 	$(PYTHON) -m focused bench-frontier --out results/frontier
 	$(PYTHON) -m focused bench-distributed --out results/distributed
+	$(PYTHON) -m focused bench-traps --out results/traps
 
 bench-frontier: install  ## frontier stores: throughput, re-scoring, kill -9 and resume (results/frontier)
 	$(PYTHON) -m focused bench-frontier --out results/frontier
 
 bench-distributed: install  ## workers on one Redis: 1 vs 2 workers, round trips, re-scoring, kill -9 (results/distributed)
 	$(PYTHON) -m focused bench-distributed --out results/distributed
+
+bench-traps: install  ## crawler traps: share of a 500-page budget spent in traps, per strategy (results/traps)
+	$(PYTHON) -m focused bench-traps --out results/traps
 
 bench-quick: install  ## a short smoke run of the benchmarks
 	$(PYTHON) -m focused bench --quick $(BENCH_ARGS)

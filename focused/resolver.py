@@ -6,13 +6,15 @@ with :class:`focused.internal.InternalAddressError`, so the connection is never
 made, even when the name resolved to a public address at the middleware's check
 a moment earlier. Installed with ``DNS_RESOLVER``/``TWISTED_DNS_RESOLVER``; it
 resolves for the whole process, so it reads the process's settings. The
-configured replay proxy's host is allowed.
+configured proxies' hosts (``FOCUSED_REPLAY_PROXY``, ``http_proxy``...) are
+trusted.
 """
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
+from urllib.request import getproxies
 
 from scrapy.resolver import CachingThreadedResolver
 
@@ -42,19 +44,20 @@ class PolicyResolver(CachingThreadedResolver):
     def from_crawler(cls, crawler: Crawler, reactor: ReactorBase) -> Self:
         settings = crawler.settings
         cache_size = settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0
-        proxy = urlsplit(settings.get("FOCUSED_REPLAY_PROXY") or "").hostname
+        proxies = [settings.get("FOCUSED_REPLAY_PROXY") or "", *getproxies().values()]
+        trusted = {host.lower() for host in (urlsplit(p).hostname for p in proxies) if host}
         return cls(
             reactor,
             cache_size,
             settings.getfloat("DNS_TIMEOUT"),
             build_policy(settings.get("FOCUSED_ALLOW_INTERNAL")),
-            {proxy.lower()} if proxy else set(),
+            trusted,
         )
 
     def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> Deferred[str]:
         d = super().getHostByName(name, timeout)
-        if name.lower() in self.trusted:
-            return d
+        if name.lower() in self.trusted or parse_ip(name) is not None:
+            return d  # a configured proxy; an IP literal is no DNS answer (the middleware checked it, port and all)
         return d.addCallback(self._check, name)
 
     def _check(self, address: Any, name: str) -> Any:
