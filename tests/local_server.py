@@ -9,7 +9,11 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
+
+from focused.bench.runner import CrawlSpec
+from tests.sites import train_critic
 
 #: path -> (status, headers, body); or a callable of the path returning that.
 Answer = tuple[int, list[tuple[str, str]], bytes]
@@ -58,3 +62,20 @@ class LocalServer:
     def __exit__(self, *exc: object) -> None:
         self.httpd.shutdown()
         self.httpd.server_close()
+
+
+def direct_crawl(web: LocalServer, tmp: Path, name: str, *, allow: bool = True, **settings: Any) -> CrawlSpec:
+    """A bfs crawl of ``web`` from ``/`` without a proxy, topic ``sport``; ``allow``: its port is allowed."""
+    if allow:
+        settings.setdefault("FOCUSED_ALLOW_INTERNAL", web.allow)
+    return CrawlSpec(
+        name=name,
+        topic="sport",
+        strategy="bfs",
+        seeds=(web.url + "/",),
+        model=train_critic(tmp / "critic.model"),
+        proxy="",
+        db=tmp / f"{name}.sqlite",
+        max_pages=0,
+        settings=settings,
+    )

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import pytest
 
-from focused.bench.runner import CrawlSpec, run_crawl
+from focused.bench.runner import run_crawl
 from focused.compression import STAT as BOMB
 from focused.content import STAT as BINARY
 from focused.content import looks_binary
 from focused.crawldb import iter_pages
-from tests.local_server import HTML, LocalServer
-from tests.sites import SPORT, train_critic
+from tests.local_server import HTML, LocalServer, direct_crawl
+from tests.sites import SPORT
 
 TEXTS = [
     ("utf-8", "Fußball: Tor, Spieler, Mannschaft — Saison 2024/25. Élève, naïve, façade. " * 40),
@@ -65,17 +65,7 @@ def test_binary_bodies_and_a_gzip_bomb_are_skipped_and_counted(tmp_path: Path) -
         ),
     }
     with LocalServer(pages) as web:
-        spec = CrawlSpec(
-            name="content",
-            topic="sport",
-            strategy="bfs",
-            seeds=(web.url + "/",),
-            model=train_critic(tmp_path / "critic.model"),
-            proxy="",
-            db=tmp_path / "content.sqlite",
-            max_pages=0,
-            settings={"FOCUSED_ALLOW_INTERNAL": web.allow},
-        )
+        spec = direct_crawl(web, tmp_path, "content")
         result = run_crawl(spec, timeout=120)
     assert result.returncode == 0, result.log.read_text()
     assert {p.removeprefix("/") for p in web.hits} >= {"", "ok", "binary", "nul", "latin", "bomb", "utf16"}

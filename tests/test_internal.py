@@ -13,13 +13,13 @@ from scrapy.utils.test import get_crawler
 from twisted.internet import defer
 
 from focused.addresses import AddressPolicy, is_internal_ip
-from focused.bench.runner import CrawlSpec, run_crawl
+from focused.bench.runner import run_crawl
 from focused.crawldb import iter_pages
 from focused.errors import ConfigError
 from focused.internal import STAT, InternalAddressError, RefuseInternalMiddleware
 from focused.resolver import PolicyResolver
-from tests.local_server import HTML, LocalServer
-from tests.sites import SPORT, train_critic
+from tests.local_server import HTML, LocalServer, direct_crawl
+from tests.sites import SPORT
 
 INTERNAL = [
     "127.0.0.1",
@@ -161,17 +161,7 @@ def test_crawl_refuses_links_redirects_and_refreshes_to_internal_addresses(tmp_p
             site["/redirect"] = (302, [("Location", f"http://{other}/secret?via=302")], b"")
             refresh = f'<meta http-equiv="refresh" content="0; url=http://localhost:{inside.port}/secret?via=refresh">'
             site["/refresh"] = _page("refresh", text, [], head=refresh)
-            spec = CrawlSpec(
-                name="ssrf",
-                topic="sport",
-                strategy="bfs",
-                seeds=(web.url + "/",),
-                model=train_critic(tmp_path / "critic.model"),
-                proxy="",
-                db=tmp_path / "ssrf.sqlite",
-                max_pages=0,
-                settings={"FOCUSED_ALLOW_INTERNAL": web.allow, "FOCUSED_REPLAY_CONCURRENCY": 2},
-            )
+            spec = direct_crawl(web, tmp_path, "ssrf", FOCUSED_REPLAY_CONCURRENCY=2)
             result = run_crawl(spec, timeout=120)
     assert result.returncode == 0, result.log.read_text()
     assert inside.hits == []  # nothing reached the other port, not even robots.txt
@@ -190,16 +180,7 @@ def test_crawl_refuses_links_redirects_and_refreshes_to_internal_addresses(tmp_p
 
 def test_a_loopback_seed_is_refused_by_default(tmp_path: Path) -> None:
     with LocalServer({"/": _page("home", "hello", [])}) as web:
-        spec = CrawlSpec(
-            name="seed",
-            topic="sport",
-            strategy="bfs",
-            seeds=(web.url + "/",),
-            model=train_critic(tmp_path / "critic.model"),
-            proxy="",
-            db=tmp_path / "seed.sqlite",
-            max_pages=0,
-        )
+        spec = direct_crawl(web, tmp_path, "seed", allow=False)
         result = run_crawl(spec, timeout=120)
     assert result.returncode == 0
     assert web.hits == [] and result.stats[STAT] >= 1
