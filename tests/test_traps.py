@@ -67,6 +67,10 @@ def test_simhash_near_duplicates() -> None:
     # Dates, counters and ids do not count; one word changed in 150 barely moves the fingerprint.
     assert distance(simhash(base + " 3 November 2026"), simhash(base + " 28 November 2031")) <= 3  # type: ignore[arg-type]
     assert distance(simhash(base + " extra"), simhash(base)) <= 3  # type: ignore[arg-type]
+    # Pages full of numbers are not alike for that (a phone list and a short course page).
+    phones = " ".join(f"{name} 255 {i} 3 4 5" for i, name in enumerate(_text(rng, 300).split()))
+    course = "weeks " + " ".join(str(i) for i in range(1, 30)) + " " + _text(rng, 40)
+    assert distance(simhash(phones), simhash(course)) > 10  # type: ignore[arg-type]
     others = [simhash(_text(rng)) for _ in range(20)]
     assert min(distance(simhash(base), o) for o in others) > 10  # type: ignore[arg-type]
 
