@@ -1,8 +1,9 @@
 """Near-duplicate pages: 64-bit SimHash of the visible text, and an index that finds close ones.
 
-Plain Python and numpy, no Scrapy. Charikar's SimHash over the set of word bigrams of
-the text, lowercased, with every run of digits read as ``0`` (so that pages that
-differ only by dates, counters or ids, a calendar's months, come out alike);
+Plain Python and numpy, no Scrapy. Charikar's SimHash over the set of word
+bigrams of the text, lowercased, with every run of digits, month and weekday
+name read as ``0`` (so that pages that differ only by dates, counters or ids,
+a calendar's months, come out alike);
 two pages are near-duplicates when their fingerprints differ in at most ``k``
 bits (Manku et al., WWW 2007, use k = 3 of 64). :class:`SimHashIndex` finds them
 without comparing every pair: split into k + 1 blocks, two fingerprints within
@@ -20,6 +21,10 @@ import numpy as np
 
 _WORD = re.compile(r"\w+")
 _DIGITS = re.compile(r"\d+")
+_MONTHS = "january february march april may june july august september october november december"
+_DAYS = "monday tuesday wednesday thursday friday saturday sunday"
+#: Dates read as ``0`` too: English month and weekday names and their three-letter abbreviations.
+_DATE_WORDS = frozenset(_MONTHS.split()) | frozenset(_DAYS.split()) | {w[:3] for w in (_MONTHS + " " + _DAYS).split()}
 #: Words read per page: enough to tell pages apart, and at most ~40 ms on a huge page (the reactor thread).
 MAX_WORDS = 5_000
 #: Pages with fewer bigrams than this get no fingerprint (too little text to tell).
@@ -34,6 +39,7 @@ def _hash64(text: str) -> int:
 def simhash(text: str) -> int | None:
     """The page's 64-bit SimHash, or ``None`` for a page with too little text."""
     words = _WORD.findall(_DIGITS.sub("0", text[: MAX_WORDS * 12].lower()))[:MAX_WORDS]
+    words = ["0" if w in _DATE_WORDS else w for w in words]
     # A set, not counts: one frequent bigram ("0 0" of a phone list) would otherwise decide every bit.
     shingles = {f"{a} {b}" for a, b in itertools.pairwise(words)}
     if len(shingles) < MIN_SHINGLES:

@@ -126,9 +126,10 @@ class TrapWeb(ReplayStore):
         day = int(fields[2])
         if not 1 <= day <= days:
             return None
+        prev_days = calendar.monthrange(*prev_m)[1]
         links = [
             (
-                f"/calendar/{year}/{month}/{day - 1}" if day > 1 else f"/calendar/{prev_m[0]}/{prev_m[1]}/1",
+                f"/calendar/{year}/{month}/{day - 1}" if day > 1 else f"/calendar/{prev_m[0]}/{prev_m[1]}/{prev_days}",
                 "previous day",
             ),
             (
