@@ -19,6 +19,7 @@ from urllib.request import getproxies
 from scrapy.resolver import CachingThreadedResolver
 
 from focused.addresses import AddressPolicy, parse_ip
+from focused.errors import ConfigError
 from focused.internal import InternalAddressError, build_policy
 
 if TYPE_CHECKING:
@@ -46,13 +47,11 @@ class PolicyResolver(CachingThreadedResolver):
         cache_size = settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0
         proxies = [settings.get("FOCUSED_REPLAY_PROXY") or "", *getproxies().values()]
         trusted = {host.lower() for host in (urlsplit(p).hostname for p in proxies) if host}
-        return cls(
-            reactor,
-            cache_size,
-            settings.getfloat("DNS_TIMEOUT"),
-            build_policy(settings.get("FOCUSED_ALLOW_INTERNAL")),
-            trusted,
-        )
+        try:
+            policy = build_policy(settings.get("FOCUSED_ALLOW_INTERNAL"))
+        except ConfigError:  # reported in one line by the middleware, when the crawl starts; refuse all meanwhile
+            policy = AddressPolicy()
+        return cls(reactor, cache_size, settings.getfloat("DNS_TIMEOUT"), policy, trusted)
 
     def getHostByName(self, name: str, timeout: Sequence[int] = ()) -> Deferred[str]:
         d = super().getHostByName(name, timeout)

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import ipaddress
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -13,7 +16,7 @@ from scrapy.utils.test import get_crawler
 from twisted.internet import defer
 
 from focused.addresses import AddressPolicy, is_internal_ip
-from focused.bench.runner import run_crawl
+from focused.bench.runner import PROJECT_ROOT, run_crawl
 from focused.crawldb import iter_pages
 from focused.errors import ConfigError
 from focused.internal import STAT, InternalAddressError, RefuseInternalMiddleware
@@ -185,3 +188,14 @@ def test_a_loopback_seed_is_refused_by_default(tmp_path: Path) -> None:
     assert result.returncode == 0
     assert web.hits == [] and result.stats[STAT] >= 1
     assert "allow it with FOCUSED_ALLOW_INTERNAL" in result.log.read_text()
+
+
+def test_a_bad_allow_list_stops_scrapy_crawl_with_one_line(tmp_path: Path) -> None:
+    """The resolver is built before the crawl: it must leave the error to the middleware's one line."""
+    env = {**os.environ, "PYTHONPATH": str(PROJECT_ROOT)}
+    cmd = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", "topic=course", "-a", "seeds=http://a.test/"]
+    cmd += ["-s", "FOCUSED_ALLOW_INTERNAL=10.0.0.1:99999", "-s", "FOCUSED_DB="]
+    proc = subprocess.run(cmd, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 1
+    assert "Traceback" not in proc.stderr
+    assert "FOCUSED_ALLOW_INTERNAL: bad port in '10.0.0.1:99999'" in proc.stderr
