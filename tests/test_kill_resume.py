@@ -217,9 +217,9 @@ def test_a_job_directory_that_cannot_be_resumed_is_one_line_and_exit_1(site, tmp
     expected |= {"damaged-job-file": "focused-crawl.json is damaged", "old-pickle": "older focused"}
     assert expected[trouble] in errors[0]
     assert not s.db.exists()
-    assert [a for a in after if a[0] != "frontier.sqlite.lock"] == [
-        b for b in before if b[0] != "frontier.sqlite.lock"
-    ]  # nothing overwritten
+    # nothing overwritten (a busy store's files belong to its holder, whose checkpoint thread may write them)
+    ours = "frontier.sqlite" if holder is not None else "frontier.sqlite.lock"
+    assert [a for a in after if not a[0].startswith(ours)] == [b for b in before if not b[0].startswith(ours)]
 
 
 def test_a_resumed_crawl_that_reached_its_budget_stops_at_once(site):
