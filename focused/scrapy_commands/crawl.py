@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from typing import TYPE_CHECKING, Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
@@ -24,6 +25,7 @@ from twisted.python.failure import Failure
 
 from focused.errors import ConfigError
 from focused.learning.modelfile import ModelFileError
+from focused.validation import validate
 
 if TYPE_CHECKING:
     import argparse
@@ -33,10 +35,23 @@ logger = logging.getLogger("focused")
 #: Errors whose message is the whole story.
 USER_ERRORS = (ConfigError, ModelFileError)
 #: Why a crawl that started may have stopped early for a reason already logged (the exit code is then 1).
-FAILED_REASONS = ("frontier_unavailable",)
+FAILED_REASONS = ("frontier_unavailable", "crawldb_failed")
 
 
 class Command(ScrapyCrawlCommand):
+    def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
+        """Check every argument and setting before Scrapy starts: a bad one is one line on stderr, exit 1."""
+        super().process_options(args, opts)
+        if args[:1] != ["focused"] or not self.settings:
+            return
+        from focused.jobs import SCRAPYD_ARGUMENTS
+
+        try:
+            validate(self.settings, opts.spargs, ignore_args=tuple(SCRAPYD_ARGUMENTS))
+        except ConfigError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            sys.exit(1)
+
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give one spider name: scrapy crawl focused -a topic=...")

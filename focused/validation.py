@@ -1,0 +1,443 @@
+"""Start-up checks of every spider argument and ``FOCUSED_*`` setting, from one table.
+
+``scrapy crawl focused`` runs :func:`validate` before Scrapy starts anything
+(:mod:`focused.scrapy_commands.crawl`): a bad value stops the crawl with exit
+status 1 and one line that names the argument as the user gave it
+(``-a max_pages=-3`` or ``FOCUSED_APPRENTICE_BATCH=0``), the bad value and what
+is valid. Checks that load files (the critic for the topic, the apprentice, a
+crawl database) come last, so a mistyped number is reported at once.
+
+:data:`SPECS` has one entry per setting of :mod:`focused.defaults` (a test
+checks it); a ``FOCUSED_*`` name that is neither there nor a default is a typo
+and gets the nearest names. Strategy names come from the strategy registry
+(:data:`focused.strategies.STRATEGIES`), profiles from
+:data:`focused.profiles.PROFILES`.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from focused import defaults
+from focused.errors import ConfigError
+from focused.paths import project_path
+from focused.suggest import did_you_mean, listed, topic_suggestions
+
+#: Spider argument -> the setting it sets (``-a topic=X`` is ``-s FOCUSED_TOPIC=X``).
+ARGUMENT_SETTINGS = {
+    "topic": "FOCUSED_TOPIC",
+    "seeds": "FOCUSED_SEEDS",
+    "seeds_file": "FOCUSED_SEEDS_FILE",
+    "strategy": "FOCUSED_STRATEGY",
+    "model": "FOCUSED_CRITIC_MODEL",
+    "labels": "FOCUSED_LABELS",
+    "max_pages": "FOCUSED_MAX_PAGES",
+    "db": "FOCUSED_DB",
+    "apprentice": "FOCUSED_APPRENTICE_MODEL",
+    "restrict_to": "FOCUSED_RESTRICT_TO",
+}
+#: Fields of the ``FOCUSED_DB`` template (:meth:`focused.pipelines.CriticPipeline.db_path` fills them).
+DB_FIELDS = ("topic", "strategy", "time", "job", "unique")
+
+
+class Invalid(ValueError):
+    """A value a check refuses; the message says what is valid."""
+
+
+# ---------------------------------------------------------------------- seeds (the spider reads them with these)
+
+
+def parse_seeds(text: str) -> list[str]:
+    """Split a comma/whitespace-separated seed list and check every URL is http(s)."""
+    seeds = [s.strip() for chunk in text.split(",") for s in chunk.split() if s.strip()]
+    bad = [s for s in seeds if urlsplit(s).scheme not in ("http", "https") or not urlsplit(s).netloc]
+    if bad:
+        raise ConfigError(f"seeds must be http(s) URLs; not: {', '.join(bad)}")
+    return seeds
+
+
+def read_seeds_file(path: str) -> list[str]:
+    """Seeds from a file, one URL per line; ``#`` starts a comment."""
+    try:
+        lines = project_path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read seeds file {path}: {exc}") from exc
+    return parse_seeds(",".join(line.split("#", 1)[0] for line in lines))
+
+
+# ---------------------------------------------------------------------- the checks
+
+
+@dataclass
+class Context:
+    """The settings being checked, and what the checks loaded (the critic, for the topic)."""
+
+    settings: Any
+    loaded: dict[str, Any] = field(default_factory=dict)
+
+
+Check = Callable[[Any, Context], None]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """How one setting is checked; ``valid`` is what the README and the error line say."""
+
+    check: Check
+    valid: str
+
+
+def _text(value: Any) -> str:
+    return "" if value is None else str(value).strip()
+
+
+def whole(low: int | None = None, high: int | None = None, note: str = "") -> Spec:
+    span = "a whole number" + (f" >= {low}" if low is not None else "") + (f" <= {high}" if high is not None else "")
+    valid = span + (f" ({note})" if note else "")
+
+    def check(value: Any, ctx: Context) -> None:
+        try:
+            number = value if isinstance(value, int) and not isinstance(value, bool) else int(_text(value))
+        except ValueError:
+            raise Invalid(f"expected {valid}") from None
+        if (low is not None and number < low) or (high is not None and number > high):
+            raise Invalid(f"expected {valid}")
+
+    return Spec(check, valid)
+
+
+def number(low: float | None = None, high: float | None = None, *, above: bool = False, note: str = "") -> Spec:
+    parts = []
+    if low is not None:
+        parts.append(f"{'>' if above else '>='} {low:g}")
+    if high is not None:
+        parts.append(f"<= {high:g}")
+    valid = "a number" + (" " + " and ".join(parts) if parts else "") + (f" ({note})" if note else "")
+
+    def check(value: Any, ctx: Context) -> None:
+        try:
+            x = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else float(_text(value))
+        except ValueError:
+            raise Invalid(f"expected {valid}") from None
+        if x != x or (low is not None and (x <= low if above else x < low)) or (high is not None and x > high):
+            raise Invalid(f"expected {valid}")
+
+    return Spec(check, valid)
+
+
+def boolean() -> Spec:
+    valid = "True or False (also 1 or 0)"
+
+    def check(value: Any, ctx: Context) -> None:
+        if isinstance(value, bool) or value in (0, 1):
+            return
+        if _text(value).lower() not in ("true", "false", "1", "0"):
+            raise Invalid(f"expected {valid}")
+
+    return Spec(check, valid)
+
+
+def choice(values: Sequence[str] | Callable[[], Sequence[str]], *, empty: str = "") -> Spec:
+    """One of ``values`` (a callable is asked at check time: a registry others add to); ``empty`` allows ''."""
+
+    def names() -> list[str]:
+        return list(values() if callable(values) else values)
+
+    def check(value: Any, ctx: Context) -> None:
+        text = _text(value)
+        if (empty and not text) or text in names():
+            return
+        raise Invalid(f"expected one of {', '.join(names())}{' (or empty: ' + empty + ')' if empty else ''}")
+
+    static = "one of the registry's names" if callable(values) else f"one of {', '.join(values)}"
+    return Spec(check, static + (f", or empty ({empty})" if empty else ""))
+
+
+def text() -> Spec:
+    return Spec(lambda value, ctx: None, "any text")
+
+
+def readable(what: str, *, required: bool = False, extra: Check | None = None) -> Spec:
+    valid = f"a readable {what}" + ("" if required else " (or empty)")
+
+    def check(value: Any, ctx: Context) -> None:
+        raw = _text(value)
+        if not raw:
+            if required:
+                raise Invalid(f"expected {valid}")
+            return
+        path = project_path(raw)
+        if not path.is_file():
+            raise Invalid(f"expected {valid}; {path} {'is not a file' if path.exists() else 'does not exist'}")
+        if not os.access(path, os.R_OK):
+            raise Invalid(f"expected {valid}; {path} is not readable")
+        if extra is not None:
+            extra(raw, ctx)
+
+    return Spec(check, valid)
+
+
+def _writable_path(path: Path, valid: str) -> None:
+    """Probe: open an existing file for appending, or create a scratch file where it would go.
+
+    ``os.access`` is no help when running as root; a probe also catches read-only file systems.
+    """
+    if path.exists() and not path.is_file():
+        raise Invalid(f"expected {valid}; {path} is not a file")
+    try:
+        if path.exists():
+            with path.open("ab"):
+                pass
+            return
+        parent = path.parent
+        while not parent.exists() and parent != parent.parent:
+            parent = parent.parent
+        if not parent.is_dir():
+            raise Invalid(f"expected {valid}; {parent} is not a directory")
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        raise Invalid(f"expected {valid}; cannot write there ({exc.strerror or exc})") from None
+
+
+def writable(what: str) -> Spec:
+    valid = f"a writable {what} (or empty)"
+
+    def check(value: Any, ctx: Context) -> None:
+        if _text(value):
+            _writable_path(project_path(_text(value)), valid)
+
+    return Spec(check, valid)
+
+
+def db_template() -> Spec:
+    fields = ", ".join("{" + f + "}" for f in DB_FIELDS)
+    valid = f"a writable file path, fields {fields} (or empty: no database)"
+
+    def check(value: Any, ctx: Context) -> None:
+        raw = _text(value)
+        if not raw:
+            return
+        try:
+            path = raw.format(**{f: "x" for f in DB_FIELDS})
+        except (KeyError, IndexError, ValueError):
+            raise Invalid(f"expected {valid}") from None
+        _writable_path(project_path(path), valid)
+
+    return Spec(check, valid)
+
+
+def url(schemes: Sequence[str], what: str) -> Spec:
+    valid = f"{what} ({' or '.join(s + '://' for s in schemes)}HOST[:PORT]), or empty"
+
+    def check(value: Any, ctx: Context) -> None:
+        raw = _text(value)
+        if not raw:
+            return
+        try:
+            parts = urlsplit(raw)
+            parts.port  # noqa: B018  (raises ValueError for a bad port)
+        except ValueError:
+            raise Invalid(f"expected {valid}") from None
+        if parts.scheme not in schemes or (not parts.hostname and parts.scheme != "unix"):
+            raise Invalid(f"expected {valid}")
+
+    return Spec(check, valid)
+
+
+def _seeds(value: Any, ctx: Context) -> None:
+    try:
+        parse_seeds(_text(value))
+    except ConfigError as exc:
+        raise Invalid(f"expected comma-separated http(s) URLs; {exc}") from None
+
+
+def _seeds_in_file(raw: str, ctx: Context) -> None:
+    try:
+        read_seeds_file(raw)
+    except ConfigError as exc:
+        raise Invalid(f"expected a file of http(s) URLs, one a line; {exc}") from None
+
+
+def _strategies() -> Sequence[str]:
+    from focused.strategies import STRATEGIES
+
+    return STRATEGIES
+
+
+def _profiles() -> Sequence[str]:
+    from focused.profiles import PROFILES
+
+    return list(PROFILES)
+
+
+def _frontier_stores() -> Sequence[str]:
+    from focused.frontier.settings import STORES
+
+    return STORES
+
+
+def _aggregations() -> Sequence[str]:
+    from focused.frontier.heap import AGGREGATIONS
+
+    return AGGREGATIONS
+
+
+def _tiebreaks() -> Sequence[str]:
+    from focused.frontier.heap import TIEBREAKS
+
+    return TIEBREAKS
+
+
+def _strategy(value: Any, ctx: Context) -> None:
+    choice(_strategies).check(value, ctx)
+    name, settings = _text(value), ctx.settings
+    if name == "oracle" and not _text(settings.get("FOCUSED_LABELS")):
+        raise Invalid("'oracle' needs ground-truth labels: -a labels=FILE")
+    if name == "apprentice-offline" and not _text(settings.get("FOCUSED_APPRENTICE_MODEL")):
+        raise Invalid("'apprentice-offline' needs a trained apprentice: -a apprentice=FILE")
+
+
+def _critic(value: Any, ctx: Context) -> None:
+    from focused.learning.critic import ModelError, load_critic
+    from focused.paths import load_model
+
+    try:
+        ctx.loaded["critic"], _ = load_model(_text(value), load_critic)
+    except ModelError as exc:
+        raise Invalid(f"expected a critic model file (.npz); {exc}") from None
+
+
+def _topic(value: Any, ctx: Context) -> None:
+    from focused.learning.topics import UnknownTopicError
+
+    critic = ctx.loaded.get("critic")
+    if critic is None:  # the critic's own check failed first
+        return
+    spec = _text(value)
+    if not spec:
+        raise Invalid(f"expected a topic of the critic: {listed(critic.topics())}")
+    try:
+        critic.resolve_topic(spec)
+    except UnknownTopicError as exc:
+        near = topic_suggestions(critic, exc.topic or spec)
+        hint = f"; nearest: {', '.join(near)}" if near else ""
+        valid = f"valid topics: {listed(exc.valid)} (`focused topics --model M` lists all)"
+        raise Invalid(f"unknown topic{hint}; {valid}") from None
+
+
+def _apprentice(raw: str, ctx: Context) -> None:
+    from focused.learning.apprentice import Apprentice, ModelFileError
+
+    try:
+        Apprentice.load(project_path(raw))
+    except ModelFileError as exc:
+        raise Invalid(f"expected an apprentice file (`focused train-apprentice`); {exc}") from None
+
+
+def _crawl_db(raw: str, ctx: Context) -> None:
+    from focused.crawldb import CrawlDBError, open_readonly
+
+    try:
+        open_readonly(project_path(raw)).close()
+    except CrawlDBError as exc:
+        raise Invalid(f"expected a crawl database; {exc}") from None
+
+
+#: One check per setting, in the order they run (files that must be loaded last).
+SPECS: dict[str, Spec] = {
+    "FOCUSED_SEEDS": Spec(_seeds, "comma-separated http(s) URLs (or empty: the topic's example URLs)"),
+    "FOCUSED_SEEDS_FILE": readable("file of seed URLs", extra=_seeds_in_file),
+    "FOCUSED_LABELS": readable("labels file (url<TAB>label)"),
+    "FOCUSED_PARENT_AGGREGATION": choice(_aggregations),
+    "FOCUSED_TIEBREAK": choice(_tiebreaks),
+    "FOCUSED_SEED": whole(),
+    "FOCUSED_RELEVANCE_THRESHOLD": number(0, 1),
+    "FOCUSED_MAX_PAGES": whole(0, note="0: no limit"),
+    "FOCUSED_LOG_EVERY": whole(0, note="0: never"),
+    "FOCUSED_DB": db_template(),
+    "FOCUSED_JOB": text(),
+    "FOCUSED_DB_STORE_HTML": boolean(),
+    "FOCUSED_DB_COMMIT_EVERY": whole(1),
+    "FOCUSED_DB_COMMIT_SECONDS": number(0, above=True),
+    "FOCUSED_REPLAY_PROXY": url(("http",), "a replay proxy URL"),
+    "FOCUSED_PROFILE": choice(_profiles, empty="the live-web defaults"),
+    "FOCUSED_REPLAY_CONCURRENCY": whole(1),
+    "FOCUSED_STATS_FILE": writable("file"),
+    "FOCUSED_APPRENTICE_BATCH": whole(1),
+    "FOCUSED_APPRENTICE_MIN_INSTANCES": whole(1),
+    "FOCUSED_APPRENTICE_DMAX": whole(0),
+    "FOCUSED_APPRENTICE_CLASS_FEATURES": boolean(),
+    "FOCUSED_APPRENTICE_ANCHOR_CRITIC": boolean(),
+    "FOCUSED_APPRENTICE_ANCHOR_WEIGHT": number(0, 1),
+    "FOCUSED_APPRENTICE_BINNING": choice(("equal-prob", "fixed")),
+    "FOCUSED_APPRENTICE_THRESHOLD": number(0, 1),
+    "FOCUSED_APPRENTICE_ALPHA": number(0, above=True),
+    "FOCUSED_FRONTIER_STORE": choice(_frontier_stores),
+    "FOCUSED_FRONTIER_COMMIT_OPS": whole(1),
+    "FOCUSED_FRONTIER_COMMIT_SECONDS": number(0, above=True),
+    "REDIS_URL": url(("redis", "rediss", "unix"), "a Redis URL"),
+    "FOCUSED_REDIS_PREFIX": text(),
+    "FOCUSED_REDIS_LEASE_SECONDS": number(0, above=True),
+    "FOCUSED_REDIS_RETRY_SECONDS": number(0),
+    "FOCUSED_REDIS_IDLE_SECONDS": number(0),
+    "FOCUSED_REDIS_POLL_SECONDS": number(0, above=True),
+    "FOCUSED_APPRENTICE_SHARED": boolean(),
+    "FOCUSED_APPRENTICE_LOCK_SECONDS": number(0, above=True),
+    "FOCUSED_APPRENTICE_POLL_SECONDS": number(0, above=True),
+    "FOCUSED_STRATEGY": Spec(_strategy, "one of the strategy registry's names (focused.strategies.STRATEGIES)"),
+    "FOCUSED_CRITIC_MODEL": Spec(_critic, "a critic model file (.npz)"),
+    "FOCUSED_TOPIC": Spec(_topic, "a class of the critic, a prefix of its hierarchy, or a comma-separated union"),
+    "FOCUSED_APPRENTICE_MODEL": readable("apprentice file", extra=_apprentice),
+    "FOCUSED_RESTRICT_TO": readable("crawl database", extra=_crawl_db),
+}
+
+
+def default_names() -> list[str]:
+    """Every setting :mod:`focused.defaults` defines."""
+    return [n for n in vars(defaults) if n.isupper() and (n.startswith("FOCUSED_") or n == "REDIS_URL")]
+
+
+# ---------------------------------------------------------------------- entry point
+
+
+def validate(settings: Any, spider_args: Mapping[str, Any] | None = None, *, ignore_args: Sequence[str] = ()) -> None:
+    """Check the spider arguments and every ``FOCUSED_*`` setting; :class:`ConfigError` (one line) on the first bad one.
+
+    ``settings`` are Scrapy settings (not changed); ``spider_args`` the ``-a``
+    arguments, which override their settings as the spider applies them.
+    """
+    args = {k: v for k, v in (spider_args or {}).items() if k not in ignore_args}
+    unknown = sorted(set(args) - set(ARGUMENT_SETTINGS))
+    if unknown:
+        name = unknown[0]
+        raise ConfigError(
+            f"-a {name}={args[name]}: unknown spider argument{did_you_mean(name, ARGUMENT_SETTINGS)}; "
+            f"valid: {', '.join(ARGUMENT_SETTINGS)}"
+        )
+    effective = settings.copy()
+    given_as = {}
+    for arg, value in args.items():
+        effective.set(ARGUMENT_SETTINGS[arg], value, priority="cmdline")
+        given_as[ARGUMENT_SETTINGS[arg]] = f"-a {arg}"
+    known = set(SPECS) | set(default_names())
+    for name in sorted(effective.attributes if hasattr(effective, "attributes") else effective):
+        if name.startswith("FOCUSED_") and name not in known:
+            raise ConfigError(
+                f"{name}={effective.get(name)}: unknown setting{did_you_mean(name, known)}; "
+                "the FOCUSED_* settings are listed in focused/defaults.py and the README"
+            )
+    ctx = Context(effective)
+    for name, spec in SPECS.items():
+        value = effective.get(name)
+        try:
+            spec.check(value, ctx)
+        except Invalid as exc:
+            shown = given_as.get(name, name)
+            raise ConfigError(f"{shown}={_text(value)!s}: {exc}") from None
