@@ -8,7 +8,11 @@ task, and asyncio logs it with a full traceback. This command retrieves the
 error from the task itself and logs its message, which already names the file
 or argument and says what to do; the exit code stays 1. Any other error keeps
 its traceback. A crawl stopped because its shared frontier became unreachable
-(Redis gone) also exits with 1.
+(Redis gone) or because its crawl database writer failed also exits with 1.
+
+Before any of that, every spider argument and ``FOCUSED_*`` setting is checked
+(:func:`focused.validation.validate`): a bad one is one line on stderr and exit 1,
+before Scrapy logs anything.
 """
 
 from __future__ import annotations
@@ -60,7 +64,10 @@ class Command(ScrapyCrawlCommand):
         started = self.crawler_process.crawl(crawler, **opts.spargs)
         report_user_errors(started)
         self.crawler_process.start()
-        stopped = crawler.stats.get_value("finish_reason") in FAILED_REASONS if crawler.stats else False
+        stats = crawler.stats
+        stopped = bool(stats) and (
+            stats.get_value("finish_reason") in FAILED_REASONS or bool(stats.get_value("focused/db/error"))
+        )
         if self.crawler_process.bootstrap_failed or stopped:
             self.exitcode = 1
 
