@@ -24,6 +24,7 @@ COMMAND_MODULES = (
     "wiki",
     "apprentice",
     "convert",
+    "report",
 )
 
 

@@ -21,6 +21,10 @@ Schema (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`)::
           status INTEGER, content_type TEXT, title TEXT, relevance REAL,
           predicted_class TEXT, top_classes TEXT, fetched_at REAL, html BLOB)
     links(src TEXT, dst TEXT, position INTEGER)      -- every outlink of a fetched page
+    choices(url TEXT PRIMARY KEY, priority INTEGER,  -- why a page was fetched: its frontier priority
+            link_score REAL)                         -- when popped, the strategy's score of its link
+
+``choices`` came after schema 1 was frozen; older files gain it, empty, when opened for writing.
 """
 
 from __future__ import annotations
@@ -56,6 +60,7 @@ CREATE INDEX IF NOT EXISTS pages_order ON pages(fetch_order);
 CREATE TABLE IF NOT EXISTS links (src TEXT, dst TEXT, position INTEGER);
 CREATE INDEX IF NOT EXISTS links_src ON links(src);
 CREATE INDEX IF NOT EXISTS links_dst ON links(dst);
+CREATE TABLE IF NOT EXISTS choices (url TEXT PRIMARY KEY, priority INTEGER, link_score REAL);
 """
 
 
@@ -160,6 +165,10 @@ class CrawlDB:
         self._put(("page", (row, list(links))))
         self.submitted += 1
 
+    def add_choice(self, *, url: str, priority: int, link_score: float | None) -> None:
+        """Why ``url`` was fetched: its priority when the frontier gave it out, and its link's score."""
+        self._put(("choice", (url, int(priority), None if link_score is None else float(link_score))))
+
     def known(self, url: str) -> bool:
         """Whether a committed row of ``pages`` has ``url`` (a page fetched again after a resume)."""
         if self._reader is None:
@@ -232,6 +241,8 @@ class CrawlDB:
                         [(row[0], dst, i) for i, dst in enumerate(links)],
                     )
                     pending += 1
+                elif kind == "choice":
+                    conn.execute("INSERT OR REPLACE INTO choices VALUES (?, ?, ?)", data)
                 now = time.monotonic()
                 due = pending and now - last_commit >= self.commit_seconds
                 if pending >= self.commit_every or kind == "meta" or due:
@@ -342,6 +353,17 @@ def iter_links(path: str | Path) -> Iterator[tuple[str, str]]:
         yield from conn.execute(
             "SELECT l.src, l.dst FROM links l JOIN pages p ON p.url = l.src ORDER BY p.fetch_order, l.position"
         )
+    finally:
+        conn.close()
+
+
+def read_choices(path: str | Path) -> dict[str, tuple[int, float | None]]:
+    """``url -> (priority when fetched, link score)`` (empty for a database written before ``choices``)."""
+    conn = open_readonly(path)
+    try:
+        return {url: (priority, score) for url, priority, score in conn.execute("SELECT * FROM choices")}
+    except sqlite3.OperationalError:  # no such table
+        return {}
     finally:
         conn.close()
 

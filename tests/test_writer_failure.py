@@ -6,7 +6,6 @@ from __future__ import annotations
 import os
 import sqlite3
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -81,7 +80,7 @@ def test_two_crawls_started_together_write_two_files(slow_web, tmp_path):
     procs = []
     for name in ("one", "two"):
         spec = graph_crawl(slow_web, name, strategy="bfs", max_pages=3)
-        cmd = scrapy_command(spec) + ["-s", f"FOCUSED_DB={template}"]
+        cmd = [*scrapy_command(spec), "-s", f"FOCUSED_DB={template}"]
         procs.append(
             subprocess.Popen(cmd, cwd=PROJECT_ROOT, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
         )
