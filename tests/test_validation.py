@@ -135,3 +135,31 @@ def test_a_later_check_sees_the_argument_not_the_setting():
     validate(settings, {"topic": "course", "max_pages": "5"})  # -a max_pages overrides the setting
     with pytest.raises(ConfigError, match=r"^FOCUSED_MAX_PAGES=-1: expected a whole number >= 0"):
         validate(settings, {"topic": "course"})
+
+
+COMMAND_CASES = [
+    (["replay", "--port", "abc"], "--port"),
+    (["demo", "--pages", "-3"], "--pages"),
+    (["demo", "--strategy", "nope"], "baseline"),
+    (["nosuchcmd"], "nosuchcmd"),
+    (["report", "{tmp}/none.sqlite"], "not found"),
+    (["report", "{tmp}/text.txt"], "not an SQLite crawl database"),
+    (["report", "{tmp}/none.sqlite", "--threshold", "2"], "--threshold"),
+    (["topics", "--model", "{tmp}/none.npz"], "not found"),
+    (["train-apprentice", "--from", "{tmp}/none.sqlite", "-o", "{tmp}/a.npz"], "not found"),
+]
+
+
+@pytest.mark.parametrize(("argv", "expected"), COMMAND_CASES, ids=[" ".join(c[0][:2]) for c in COMMAND_CASES])
+def test_focused_commands_give_one_line_and_exit_1(argv, expected, tmp_path, capsys):
+    from focused.cli import main
+
+    _files(tmp_path)
+    try:
+        code = main([a.format(tmp=tmp_path) for a in argv])
+    except SystemExit as exc:  # argparse
+        code = exc.code
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert code == 1, err
+    assert len(lines) == 1 and expected in lines[0] and "Traceback" not in err, err

@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         data = load_report(db, threshold=args.threshold, labels=labels)
     except CrawlDBError as exc:
-        raise CommandError(f"{db}: {exc}") from exc
+        raise CommandError(str(exc)) from exc
     try:
         write_report(data, out)
     except OSError as exc:
