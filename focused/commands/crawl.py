@@ -42,7 +42,6 @@ def run(args: argparse.Namespace) -> int:
     from focused.corpora.webkb import default_archive
     from focused.learning.critic import load_critic
     from focused.replay import ReplayServer, StoreError, open_store, write_labels
-
     from focused.strategies import STRATEGIES
 
     if args.strategy not in STRATEGIES:
