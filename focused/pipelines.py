@@ -8,6 +8,7 @@ resume from what it holds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
@@ -199,13 +200,15 @@ class CriticPipeline:
 
     def close_spider(self) -> None:
         if self.db is not None:
+            stats = {k: v for k, v in self.stats.get_stats().items() if isinstance(v, int | float | str)}
             try:
-                stats = {k: v for k, v in self.stats.get_stats().items() if isinstance(v, int | float | str)}
-                self.db.set_meta(pages=self.pages, finished=time.time(), stats=stats)
+                with contextlib.suppress(CrawlDBError):  # close() says why
+                    self.db.set_meta(pages=self.pages, finished=time.time(), stats=stats)
                 self.db.close()
             except CrawlDBError as exc:  # already reported when it happened, unless it failed at the very end
                 if not self.writer_failed:
                     logger.error("%s; %d pages were stored in %s", exc, self.db.committed, self.db.path)
+                    self.stats.set_value("focused/db/error", str(exc))  # the crawl exits with status 1
                     self.writer_failed = True
         elif self.jobdir:
             self._save_counters()

@@ -143,7 +143,7 @@ def boolean() -> Spec:
     return Spec(check, valid)
 
 
-def choice(values: Sequence[str] | Callable[[], Sequence[str]], *, empty: str = "") -> Spec:
+def choice(values: Sequence[str] | Callable[[], Sequence[str]], what: str, *, empty: str = "") -> Spec:
     """One of ``values`` (a callable is asked at check time: a registry others add to); ``empty`` allows ''."""
 
     def names() -> list[str]:
@@ -153,7 +153,9 @@ def choice(values: Sequence[str] | Callable[[], Sequence[str]], *, empty: str = 
         text = _text(value)
         if (empty and not text) or text in names():
             return
-        raise Invalid(f"expected one of {', '.join(names())}{' (or empty: ' + empty + ')' if empty else ''}")
+        raise Invalid(
+            f"unknown {what}; expected one of {', '.join(names())}{' (or empty: ' + empty + ')' if empty else ''}"
+        )
 
     static = "one of the registry's names" if callable(values) else f"one of {', '.join(values)}"
     return Spec(check, static + (f", or empty ({empty})" if empty else ""))
@@ -296,7 +298,7 @@ def _tiebreaks() -> Sequence[str]:
 
 
 def _strategy(value: Any, ctx: Context) -> None:
-    choice(_strategies).check(value, ctx)
+    choice(_strategies, "strategy").check(value, ctx)
     name, settings = _text(value), ctx.settings
     if name == "oracle" and not _text(settings.get("FOCUSED_LABELS")):
         raise Invalid("'oracle' needs ground-truth labels: -a labels=FILE")
@@ -355,8 +357,8 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_SEEDS": Spec(_seeds, "comma-separated http(s) URLs (or empty: the topic's example URLs)"),
     "FOCUSED_SEEDS_FILE": readable("file of seed URLs", extra=_seeds_in_file),
     "FOCUSED_LABELS": readable("labels file (url<TAB>label)"),
-    "FOCUSED_PARENT_AGGREGATION": choice(_aggregations),
-    "FOCUSED_TIEBREAK": choice(_tiebreaks),
+    "FOCUSED_PARENT_AGGREGATION": choice(_aggregations, "aggregation"),
+    "FOCUSED_TIEBREAK": choice(_tiebreaks, "tie-break"),
     "FOCUSED_SEED": whole(),
     "FOCUSED_RELEVANCE_THRESHOLD": number(0, 1),
     "FOCUSED_MAX_PAGES": whole(0, note="0: no limit"),
@@ -367,7 +369,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_DB_COMMIT_EVERY": whole(1),
     "FOCUSED_DB_COMMIT_SECONDS": number(0, above=True),
     "FOCUSED_REPLAY_PROXY": url(("http",), "a replay proxy URL"),
-    "FOCUSED_PROFILE": choice(_profiles, empty="the live-web defaults"),
+    "FOCUSED_PROFILE": choice(_profiles, "profile", empty="the live-web defaults"),
     "FOCUSED_REPLAY_CONCURRENCY": whole(1),
     "FOCUSED_STATS_FILE": writable("file"),
     "FOCUSED_APPRENTICE_BATCH": whole(1),
@@ -376,10 +378,10 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_APPRENTICE_CLASS_FEATURES": boolean(),
     "FOCUSED_APPRENTICE_ANCHOR_CRITIC": boolean(),
     "FOCUSED_APPRENTICE_ANCHOR_WEIGHT": number(0, 1),
-    "FOCUSED_APPRENTICE_BINNING": choice(("equal-prob", "fixed")),
+    "FOCUSED_APPRENTICE_BINNING": choice(("equal-prob", "fixed"), "binning"),
     "FOCUSED_APPRENTICE_THRESHOLD": number(0, 1),
     "FOCUSED_APPRENTICE_ALPHA": number(0, above=True),
-    "FOCUSED_FRONTIER_STORE": choice(_frontier_stores),
+    "FOCUSED_FRONTIER_STORE": choice(_frontier_stores, "frontier store"),
     "FOCUSED_FRONTIER_COMMIT_OPS": whole(1),
     "FOCUSED_FRONTIER_COMMIT_SECONDS": number(0, above=True),
     "REDIS_URL": url(("redis", "rediss", "unix"), "a Redis URL"),
