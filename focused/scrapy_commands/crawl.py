@@ -20,6 +20,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import sys
+import time
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy.commands.crawl import Command as ScrapyCrawlCommand
@@ -54,7 +56,21 @@ class Command(ScrapyCrawlCommand):
             validate(self.settings, opts.spargs, ignore_args=tuple(SCRAPYD_ARGUMENTS))
         except ConfigError as exc:
             print(f"error: {exc}", file=sys.stderr)
+            _to_log_file(self.settings.get("LOG_FILE"), str(exc))
             sys.exit(1)
+
+
+def _to_log_file(path: str | None, message: str) -> None:
+    """Also write the error where the crawl's log was to go (Scrapyd shows the job's log file, not stderr)."""
+    if not path:
+        return
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{stamp} [focused] ERROR: {message}\n")
+    except OSError:
+        pass  # stderr has it
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
