@@ -59,19 +59,6 @@ class Command(ScrapyCrawlCommand):
             _to_log_file(self.settings.get("LOG_FILE"), str(exc))
             sys.exit(1)
 
-
-def _to_log_file(path: str | None, message: str) -> None:
-    """Also write the error where the crawl's log was to go (Scrapyd shows the job's log file, not stderr)."""
-    if not path:
-        return
-    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
-    try:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        with open(path, "a", encoding="utf-8") as fh:
-            fh.write(f"{stamp} [focused] ERROR: {message}\n")
-    except OSError:
-        pass  # stderr has it
-
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
             raise UsageError("give one spider name: scrapy crawl focused -a topic=...")
@@ -111,3 +98,16 @@ def _log_failure(failure: Failure) -> Failure | None:
         logger.error("%s", failure.value)
         return None
     return failure
+
+
+def _to_log_file(path: str | None, message: str) -> None:
+    """Also write the error where the crawl's log was to go (Scrapyd shows the job's log file, not stderr)."""
+    if not path:
+        return
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S")
+    try:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        with open(path, "a", encoding="utf-8") as fh:
+            fh.write(f"{stamp} [focused] ERROR: {message}\n")
+    except OSError:
+        pass  # stderr has it
