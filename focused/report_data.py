@@ -28,6 +28,7 @@ from focused.priority import SEED_PRIORITY, priority_to_score
 REASONS = {
     "focused/skipped/": "skipped by the spider",
     "focused/refused/": "refused by policy",
+    "focused/dropped/": "dropped (caps, traps, duplicates)",
     "focused/ignored_responses": "responses with an error status (404...), not stored",
     "httperror/response_ignored_status_count/": "ignored responses of HTTP status",
     "focused/restricted/dropped": "links outside the pages of FOCUSED_RESTRICT_TO",
