@@ -16,11 +16,7 @@ and gets the nearest names. Strategy names come from the strategy registry
 
 from __future__ import annotations
 
-import os
-import tempfile
-from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -28,6 +24,24 @@ from focused import defaults
 from focused.errors import ConfigError
 from focused.paths import project_path
 from focused.suggest import did_you_mean, listed, topic_suggestions
+from focused.validation_checks import (
+    DB_FIELDS,
+    Context,
+    Invalid,
+    Spec,
+    as_text,
+    boolean,
+    choice,
+    db_template,
+    number,
+    readable,
+    text,
+    url,
+    whole,
+    writable,
+)
+
+__all__ = ["ARGUMENT_SETTINGS", "DB_FIELDS", "SPECS", "default_names", "parse_seeds", "read_seeds_file", "validate"]
 
 #: Spider argument -> the setting it sets (``-a topic=X`` is ``-s FOCUSED_TOPIC=X``).
 ARGUMENT_SETTINGS = {
@@ -42,12 +56,6 @@ ARGUMENT_SETTINGS = {
     "apprentice": "FOCUSED_APPRENTICE_MODEL",
     "restrict_to": "FOCUSED_RESTRICT_TO",
 }
-#: Fields of the ``FOCUSED_DB`` template (:meth:`focused.pipelines.CriticPipeline.db_path` fills them).
-DB_FIELDS = ("topic", "strategy", "time", "job", "unique")
-
-
-class Invalid(ValueError):
-    """A value a check refuses; the message says what is valid."""
 
 
 # ---------------------------------------------------------------------- seeds (the spider reads them with these)
@@ -71,191 +79,9 @@ def read_seeds_file(path: str) -> list[str]:
     return parse_seeds(",".join(line.split("#", 1)[0] for line in lines))
 
 
-# ---------------------------------------------------------------------- the checks
-
-
-@dataclass
-class Context:
-    """The settings being checked, and what the checks loaded (the critic, for the topic)."""
-
-    settings: Any
-    loaded: dict[str, Any] = field(default_factory=dict)
-
-
-Check = Callable[[Any, Context], None]
-
-
-@dataclass(frozen=True)
-class Spec:
-    """How one setting is checked; ``valid`` is what the README and the error line say."""
-
-    check: Check
-    valid: str
-
-
-def _text(value: Any) -> str:
-    return "" if value is None else str(value).strip()
-
-
-def whole(low: int | None = None, high: int | None = None, note: str = "") -> Spec:
-    span = "a whole number" + (f" >= {low}" if low is not None else "") + (f" <= {high}" if high is not None else "")
-    valid = span + (f" ({note})" if note else "")
-
-    def check(value: Any, ctx: Context) -> None:
-        try:
-            number = value if isinstance(value, int) and not isinstance(value, bool) else int(_text(value))
-        except ValueError:
-            raise Invalid(f"expected {valid}") from None
-        if (low is not None and number < low) or (high is not None and number > high):
-            raise Invalid(f"expected {valid}")
-
-    return Spec(check, valid)
-
-
-def number(low: float | None = None, high: float | None = None, *, above: bool = False, note: str = "") -> Spec:
-    parts = []
-    if low is not None:
-        parts.append(f"{'>' if above else '>='} {low:g}")
-    if high is not None:
-        parts.append(f"<= {high:g}")
-    valid = "a number" + (" " + " and ".join(parts) if parts else "") + (f" ({note})" if note else "")
-
-    def check(value: Any, ctx: Context) -> None:
-        try:
-            x = float(value) if isinstance(value, int | float) and not isinstance(value, bool) else float(_text(value))
-        except ValueError:
-            raise Invalid(f"expected {valid}") from None
-        if x != x or (low is not None and (x <= low if above else x < low)) or (high is not None and x > high):
-            raise Invalid(f"expected {valid}")
-
-    return Spec(check, valid)
-
-
-def boolean() -> Spec:
-    valid = "True or False (also 1 or 0)"
-
-    def check(value: Any, ctx: Context) -> None:
-        if isinstance(value, bool) or value in (0, 1):
-            return
-        if _text(value).lower() not in ("true", "false", "1", "0"):
-            raise Invalid(f"expected {valid}")
-
-    return Spec(check, valid)
-
-
-def choice(values: Sequence[str] | Callable[[], Sequence[str]], what: str, *, empty: str = "") -> Spec:
-    """One of ``values`` (a callable is asked at check time: a registry others add to); ``empty`` allows ''."""
-
-    def names() -> list[str]:
-        return list(values() if callable(values) else values)
-
-    def check(value: Any, ctx: Context) -> None:
-        text = _text(value)
-        if (empty and not text) or text in names():
-            return
-        raise Invalid(
-            f"unknown {what}; expected one of {', '.join(names())}{' (or empty: ' + empty + ')' if empty else ''}"
-        )
-
-    static = "one of the registry's names" if callable(values) else f"one of {', '.join(values)}"
-    return Spec(check, static + (f", or empty ({empty})" if empty else ""))
-
-
-def text() -> Spec:
-    return Spec(lambda value, ctx: None, "any text")
-
-
-def readable(what: str, *, required: bool = False, extra: Check | None = None) -> Spec:
-    valid = f"a readable {what}" + ("" if required else " (or empty)")
-
-    def check(value: Any, ctx: Context) -> None:
-        raw = _text(value)
-        if not raw:
-            if required:
-                raise Invalid(f"expected {valid}")
-            return
-        path = project_path(raw)
-        if not path.is_file():
-            raise Invalid(f"expected {valid}; {path} {'is not a file' if path.exists() else 'does not exist'}")
-        if not os.access(path, os.R_OK):
-            raise Invalid(f"expected {valid}; {path} is not readable")
-        if extra is not None:
-            extra(raw, ctx)
-
-    return Spec(check, valid)
-
-
-def _writable_path(path: Path, valid: str) -> None:
-    """Probe: open an existing file for appending, or create a scratch file where it would go.
-
-    ``os.access`` is no help when running as root; a probe also catches read-only file systems.
-    """
-    if path.exists() and not path.is_file():
-        raise Invalid(f"expected {valid}; {path} is not a file")
-    try:
-        if path.exists():
-            with path.open("ab"):
-                pass
-            return
-        parent = path.parent
-        while not parent.exists() and parent != parent.parent:
-            parent = parent.parent
-        if not parent.is_dir():
-            raise Invalid(f"expected {valid}; {parent} is not a directory")
-        with tempfile.TemporaryFile(dir=parent):
-            pass
-    except OSError as exc:
-        raise Invalid(f"expected {valid}; cannot write there ({exc.strerror or exc})") from None
-
-
-def writable(what: str) -> Spec:
-    valid = f"a writable {what} (or empty)"
-
-    def check(value: Any, ctx: Context) -> None:
-        if _text(value):
-            _writable_path(project_path(_text(value)), valid)
-
-    return Spec(check, valid)
-
-
-def db_template() -> Spec:
-    fields = ", ".join("{" + f + "}" for f in DB_FIELDS)
-    valid = f"a writable file path, fields {fields} (or empty: no database)"
-
-    def check(value: Any, ctx: Context) -> None:
-        raw = _text(value)
-        if not raw:
-            return
-        try:
-            path = raw.format(**{f: "x" for f in DB_FIELDS})
-        except (KeyError, IndexError, ValueError):
-            raise Invalid(f"expected {valid}") from None
-        _writable_path(project_path(path), valid)
-
-    return Spec(check, valid)
-
-
-def url(schemes: Sequence[str], what: str) -> Spec:
-    valid = f"{what} ({' or '.join(s + '://' for s in schemes)}HOST[:PORT]), or empty"
-
-    def check(value: Any, ctx: Context) -> None:
-        raw = _text(value)
-        if not raw:
-            return
-        try:
-            parts = urlsplit(raw)
-            parts.port  # noqa: B018  (raises ValueError for a bad port)
-        except ValueError:
-            raise Invalid(f"expected {valid}") from None
-        if parts.scheme not in schemes or (not parts.hostname and parts.scheme != "unix"):
-            raise Invalid(f"expected {valid}")
-
-    return Spec(check, valid)
-
-
 def _seeds(value: Any, ctx: Context) -> None:
     try:
-        parse_seeds(_text(value))
+        parse_seeds(as_text(value))
     except ConfigError as exc:
         raise Invalid(f"expected comma-separated http(s) URLs; {exc}") from None
 
@@ -299,10 +125,10 @@ def _tiebreaks() -> Sequence[str]:
 
 def _strategy(value: Any, ctx: Context) -> None:
     choice(_strategies, "strategy").check(value, ctx)
-    name, settings = _text(value), ctx.settings
-    if name == "oracle" and not _text(settings.get("FOCUSED_LABELS")):
+    name, settings = as_text(value), ctx.settings
+    if name == "oracle" and not as_text(settings.get("FOCUSED_LABELS")):
         raise Invalid("'oracle' needs ground-truth labels: -a labels=FILE")
-    if name == "apprentice-offline" and not _text(settings.get("FOCUSED_APPRENTICE_MODEL")):
+    if name == "apprentice-offline" and not as_text(settings.get("FOCUSED_APPRENTICE_MODEL")):
         raise Invalid("'apprentice-offline' needs a trained apprentice: -a apprentice=FILE")
 
 
@@ -311,7 +137,7 @@ def _critic(value: Any, ctx: Context) -> None:
     from focused.paths import load_model
 
     try:
-        ctx.loaded["critic"], _ = load_model(_text(value), load_critic)
+        ctx.loaded["critic"], _ = load_model(as_text(value), load_critic)
     except ModelError as exc:
         raise Invalid(f"expected a critic model file (.npz); {exc}") from None
 
@@ -322,7 +148,7 @@ def _topic(value: Any, ctx: Context) -> None:
     critic = ctx.loaded.get("critic")
     if critic is None:  # the critic's own check failed first
         return
-    spec = _text(value)
+    spec = as_text(value)
     if not spec:
         raise Invalid(f"expected a topic of the critic: {listed(critic.topics())}")
     try:
@@ -442,4 +268,4 @@ def validate(settings: Any, spider_args: Mapping[str, Any] | None = None, *, ign
             spec.check(value, ctx)
         except Invalid as exc:
             shown = given_as.get(name, name)
-            raise ConfigError(f"{shown}={_text(value)!s}: {exc}") from None
+            raise ConfigError(f"{shown}={as_text(value)!s}: {exc}") from None
