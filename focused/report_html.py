@@ -72,7 +72,7 @@ def plots(data: ReportData) -> list[tuple[str, str]]:
             "runs": [{**run, "cumulative_loss": data.cumulative_loss()}],
             "config": {"strategies": [strategy]},
         }
-        for path in bench_plot(result, folder, what=how):
+        for path in bench_plot(result, folder, what="labels" if data.labels_used else "critic"):
             out.append((f"Loss: irrelevant pages fetched so far (by {how})", _png(path)))
     return out
 
