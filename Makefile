@@ -8,13 +8,14 @@ PAGES ?= 300
 BENCH_ARGS ?=
 
 
-.PHONY: help install install-redis crawl demo test bench bench-quick bench-frontier bench-distributed bench-traps bench-features models lint format clean
+.PHONY: help install install-redis install-chromium crawl demo test bench bench-quick bench-frontier bench-distributed bench-traps bench-features models lint format clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
 
-install:  ## install the pinned dependencies, the package (editable) and redis-server (the Redis tests)
+install:  ## install the pinned dependencies, the package (editable), redis-server and chromium (for tests)
 	@command -v redis-server >/dev/null || $(MAKE) --no-print-directory install-redis
+	@command -v chromium >/dev/null || $(MAKE) --no-print-directory install-chromium
 	$(PIP) install -q -r requirements.txt
 	$(PIP) install -q --no-deps -e .
 
@@ -26,6 +27,16 @@ install-redis:  ## install redis-server from Debian's packages (as root; CI)
 		if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
 				redis-server; } >$$log 2>&1; then cat $$log >&2; rm -f $$log; exit 1; fi; \
 		rm -f $$log; echo "installed $$(redis-server --version | cut -d' ' -f1-3)"; \
+	fi
+
+install-chromium:  ## install chromium from Debian's packages (as root; CI): the report test opens the HTML in it
+	@if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
+		echo "chromium is missing: install it (Debian: sudo apt-get install chromium) for the report test" >&2; \
+	else \
+		log=$$(mktemp); \
+		if ! { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+				chromium; } >$$log 2>&1; then cat $$log >&2; rm -f $$log; exit 1; fi; \
+		rm -f $$log; echo "installed $$(chromium --version 2>/dev/null)"; \
 	fi
 
 crawl: install  ## offline demo crawl of the WebKB replay; SEEDS=url[,url] TOPIC=... crawls the live web

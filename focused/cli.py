@@ -12,6 +12,7 @@ import importlib
 import logging
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
 #: Command modules under :mod:`focused.commands`, registered in this order.
 COMMAND_MODULES = (
@@ -25,11 +26,19 @@ COMMAND_MODULES = (
     "wiki",
     "apprentice",
     "convert",
+    "report",
 )
 
 
 class CommandError(Exception):
-    """A user error: printed as ``focused: error: ...`` with exit code 2."""
+    """A user error: printed as one line ``focused: error: ...`` with exit status 1."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, but a bad argument is one line (naming the command and pointing at its --help) and exit status 1."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(1, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def positive_int(text: str) -> int:
@@ -44,7 +53,7 @@ def positive_int(text: str) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="focused", description=__doc__.splitlines()[0])
+    parser = OneLineParser(prog="focused", description=__doc__.splitlines()[0])
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     subparsers = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
@@ -72,9 +81,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(args.func(args) or 0)
     except CommandError as exc:
         print(f"focused: error: {exc}", file=sys.stderr)
-        return 2
+        return 1
+    except _user_errors() as exc:  # a message that names the file or value and says what to do
+        if args.verbose:
+            raise
+        print(f"focused: error: {exc}", file=sys.stderr)
+        return 1
     except KeyboardInterrupt:
         return 130
+
+
+def _user_errors() -> tuple[type[Exception], ...]:
+    """Errors whose message is the whole story (``-v`` shows their traceback)."""
+    from focused.crawldb import CrawlDBError
+    from focused.errors import ConfigError
+    from focused.learning.modelfile import ModelFileError
+
+    return (ConfigError, ModelFileError, CrawlDBError)
 
 
 if __name__ == "__main__":

@@ -21,18 +21,24 @@ Schema (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`)::
           status INTEGER, content_type TEXT, title TEXT, relevance REAL,
           predicted_class TEXT, top_classes TEXT, fetched_at REAL, html BLOB)
     links(src TEXT, dst TEXT, position INTEGER)      -- every outlink of a fetched page
+    choices(url TEXT PRIMARY KEY, priority INTEGER,  -- why a page was fetched: its frontier priority
+            link_score REAL)                         -- when popped, the strategy's score of its link
+
+``choices`` came after schema 1 was frozen; older files gain it, empty, when opened for writing.
 """
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
+import os
 import queue
 import sqlite3
 import threading
 import time
 import zlib
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -40,6 +46,8 @@ from typing import Any
 logger = logging.getLogger(__name__)
 
 SCHEMA_VERSION = 1
+#: Seconds a write waits for a lock another process holds on the file before the writer fails.
+LOCK_TIMEOUT = 5.0
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS crawl (key TEXT PRIMARY KEY, value TEXT);
@@ -52,6 +60,7 @@ CREATE INDEX IF NOT EXISTS pages_order ON pages(fetch_order);
 CREATE TABLE IF NOT EXISTS links (src TEXT, dst TEXT, position INTEGER);
 CREATE INDEX IF NOT EXISTS links_src ON links(src);
 CREATE INDEX IF NOT EXISTS links_dst ON links(dst);
+CREATE TABLE IF NOT EXISTS choices (url TEXT PRIMARY KEY, priority INTEGER, link_score REAL);
 """
 
 
@@ -78,17 +87,27 @@ class PageRecord:
 
 
 class CrawlDBError(Exception):
-    """The file is not a crawl database of a version this code reads."""
+    """The file is not a crawl database of a version this code reads, is in use, or its writer failed."""
 
 
 class CrawlDB:
     """Writer for one crawl database file (see the module docstring)."""
 
     def __init__(
-        self, path: str | Path, *, commit_every: int = 200, commit_seconds: float = 1.0, store_html: bool = True
+        self,
+        path: str | Path,
+        *,
+        commit_every: int = 200,
+        commit_seconds: float = 1.0,
+        store_html: bool = True,
+        on_error: Callable[[BaseException], object] | None = None,
     ) -> None:
         self.path = Path(path)
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as exc:
+            raise CrawlDBError(f"cannot create the folder of the crawl database {path}: {exc}") from exc
+        self.on_error = on_error
         self.commit_every = max(1, commit_every)
         self.commit_seconds = max(0.01, float(commit_seconds))
         self.store_html = store_html
@@ -98,7 +117,12 @@ class CrawlDB:
         self._reader: sqlite3.Connection | None = None
         self._queue: queue.Queue[tuple[str, Any] | None] = queue.Queue()
         self._error: BaseException | None = None
-        conn = _connect(self.path)  # fail early, on the caller's thread, if the file is bad
+        self._lock_fd = _lock(self.path)
+        try:
+            conn = _connect(self.path)  # fail early, on the caller's thread, if the file is bad
+        except BaseException:
+            os.close(self._lock_fd)
+            raise
         conn.close()
         self._thread = threading.Thread(target=self._run, name="focused-crawldb", daemon=True)
         self._thread.start()
@@ -141,6 +165,10 @@ class CrawlDB:
         self._put(("page", (row, list(links))))
         self.submitted += 1
 
+    def add_choice(self, *, url: str, priority: int, link_score: float | None) -> None:
+        """Why ``url`` was fetched: its priority when the frontier gave it out, and its link's score."""
+        self._put(("choice", (url, int(priority), None if link_score is None else float(link_score))))
+
     def known(self, url: str) -> bool:
         """Whether a committed row of ``pages`` has ``url`` (a page fetched again after a resume)."""
         if self._reader is None:
@@ -164,9 +192,17 @@ class CrawlDB:
             conn.close()
         return int(row[0]), int(row[1]), int(row[2]), float(row[3])
 
-    def _put(self, op: tuple[str, Any]) -> None:
+    @property
+    def error(self) -> BaseException | None:
+        """Why the writer stopped, if it failed."""
+        return self._error
+
+    def _raise_error(self) -> None:
         if self._error is not None:
-            raise CrawlDBError(f"crawl database writer failed: {self._error}") from self._error
+            raise CrawlDBError(f"the crawl database writer failed: {self._error}") from self._error
+
+    def _put(self, op: tuple[str, Any]) -> None:
+        self._raise_error()
         self._queue.put(op)
 
     def close(self) -> None:
@@ -175,14 +211,17 @@ class CrawlDB:
             self._reader.close()
         self._queue.put(None)
         self._thread.join()
-        if self._error is not None:
-            raise CrawlDBError(f"crawl database writer failed: {self._error}") from self._error
+        if self._lock_fd >= 0:
+            os.close(self._lock_fd)  # releases the flock
+            self._lock_fd = -1
+        self._raise_error()
 
     def _run(self) -> None:
-        conn = _connect(self.path)
+        conn: sqlite3.Connection | None = None
         pending = 0
         last_commit = time.monotonic()
         try:
+            conn = _connect(self.path)
             while True:
                 try:
                     op = self._queue.get(timeout=self.commit_seconds if pending else None)
@@ -202,6 +241,8 @@ class CrawlDB:
                         [(row[0], dst, i) for i, dst in enumerate(links)],
                     )
                     pending += 1
+                elif kind == "choice":
+                    conn.execute("INSERT OR REPLACE INTO choices VALUES (?, ?, ?)", data)
                 now = time.monotonic()
                 due = pending and now - last_commit >= self.commit_seconds
                 if pending >= self.commit_every or kind == "meta" or due:
@@ -211,27 +252,55 @@ class CrawlDB:
                     last_commit = now
             conn.commit()
             self.committed += pending
-        except BaseException as exc:  # reported to the crawler thread on its next call
-            logger.exception("crawl database writer failed")
+        except BaseException as exc:  # reported to the crawler thread on its next call, and to on_error
+            logger.debug("crawl database writer failed", exc_info=True)
             self._error = exc
+            if self.on_error is not None:
+                self.on_error(exc)
         finally:
-            conn.close()
+            if conn is not None:
+                conn.close()
+
+
+def _lock(path: Path) -> int:
+    """An exclusive ``flock`` on the database file (created if needed), or CrawlDBError if another crawl holds it.
+
+    ``flock`` locks are separate from SQLite's own (POSIX) locks, so readers of the file are not affected.
+    """
+    try:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as exc:
+        raise CrawlDBError(f"cannot open the crawl database {path}: {exc.strerror or exc}") from exc
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        raise CrawlDBError(
+            f"the crawl database {path} is being written by another crawl; give this one another file (-a db=PATH)"
+        ) from None
+    return fd
 
 
 def _connect(path: Path) -> sqlite3.Connection:
     try:
-        conn = sqlite3.connect(path, check_same_thread=False)
+        conn = sqlite3.connect(path, timeout=LOCK_TIMEOUT, check_same_thread=False)
         version = conn.execute("PRAGMA user_version").fetchone()[0]
         tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+    except sqlite3.OperationalError as exc:  # locked, unreadable, out of space...
+        raise CrawlDBError(f"cannot use the crawl database {path}: {exc}") from exc
     except sqlite3.DatabaseError as exc:
         raise CrawlDBError(f"{path} is not an SQLite crawl database: {exc}") from exc
     if tables and version != SCHEMA_VERSION:
         conn.close()
         raise CrawlDBError(f"{path} has crawl database schema {version}, expected {SCHEMA_VERSION}")
-    conn.execute("PRAGMA journal_mode=WAL")
-    conn.executescript(_SCHEMA)
-    conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
-    conn.commit()
+    try:
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.executescript(_SCHEMA)
+        conn.execute(f"PRAGMA user_version={SCHEMA_VERSION}")
+        conn.commit()
+    except sqlite3.DatabaseError as exc:
+        conn.close()
+        raise CrawlDBError(f"cannot use the crawl database {path}: {exc}") from exc
     return conn
 
 
@@ -284,6 +353,17 @@ def iter_links(path: str | Path) -> Iterator[tuple[str, str]]:
         yield from conn.execute(
             "SELECT l.src, l.dst FROM links l JOIN pages p ON p.url = l.src ORDER BY p.fetch_order, l.position"
         )
+    finally:
+        conn.close()
+
+
+def read_choices(path: str | Path) -> dict[str, tuple[int, float | None]]:
+    """``url -> (priority when fetched, link score)`` (empty for a database written before ``choices``)."""
+    conn = open_readonly(path)
+    try:
+        return {url: (priority, score) for url, priority, score in conn.execute("SELECT * FROM choices")}
+    except sqlite3.OperationalError:  # no such table
+        return {}
     finally:
         conn.close()
 

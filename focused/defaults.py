@@ -35,10 +35,11 @@ FOCUSED_RELEVANCE_THRESHOLD = 0.5
 FOCUSED_MAX_PAGES = 0
 #: Log harvest and loss every this many pages (0 = never).
 FOCUSED_LOG_EVERY = 100
-#: Crawl database (SQLite). ``{topic}``, ``{strategy}``, ``{time}`` and ``{job}`` are filled in;
-#: empty disables it. Under Scrapyd, when not given: ``crawls/PROJECT/SPIDER/JOB.sqlite``
+#: Crawl database (SQLite). ``{topic}``, ``{strategy}``, ``{time}``, ``{job}`` and ``{unique}`` (process id and
+#: a random suffix: two crawls started in the same second get two files) are filled in; empty disables it.
+#: One crawl writes a file at a time. Under Scrapyd, when not given: ``crawls/PROJECT/SPIDER/JOB.sqlite``
 #: (:mod:`focused.jobs`).
-FOCUSED_DB = "crawls/{topic}-{strategy}-{time}.sqlite"
+FOCUSED_DB = "crawls/{topic}-{strategy}-{time}-{unique}.sqlite"
 #: The Scrapyd job id (Scrapyd's ``_job`` argument sets it); ``{job}`` in FOCUSED_DB.
 #: Empty outside Scrapyd, where ``{job}`` is the start time, like ``{time}``.
 FOCUSED_JOB = ""

@@ -8,14 +8,17 @@ resume from what it holds.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
+import secrets
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
 
 from focused import signals
@@ -102,12 +105,14 @@ class CriticPipeline:
         self.relevant = 0
         self.relevance_sum = 0.0
         self.continued = False
+        self.writer_failed = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         return cls(crawler)
 
     def db_path(self) -> str:
+        """``FOCUSED_DB`` filled in; ``{unique}`` (process id and a random suffix) keeps two crawls apart."""
         settings = self.crawler.settings
         stamp = time.strftime("%Y%m%dT%H%M%S")
         return self.db_template.format(
@@ -115,6 +120,7 @@ class CriticPipeline:
             strategy=settings.get("FOCUSED_STRATEGY"),
             time=stamp,
             job=(settings.get("FOCUSED_JOB") or stamp).replace("/", "_"),
+            unique=f"{os.getpid()}-{secrets.token_hex(3)}",
         )
 
     def open_spider(self) -> None:
@@ -142,7 +148,11 @@ class CriticPipeline:
             logger.warning("The crawl database %s of this job is gone; starting a new one there", path)
         try:
             self.db = CrawlDB(
-                path, commit_every=self.commit_every, commit_seconds=self.commit_seconds, store_html=self.store_html
+                path,
+                commit_every=self.commit_every,
+                commit_seconds=self.commit_seconds,
+                store_html=self.store_html,
+                on_error=self._writer_died,
             )
         except CrawlDBError as exc:
             raise ConfigError(str(exc)) from exc
@@ -163,10 +173,43 @@ class CriticPipeline:
         logger.info("Crawl database: %s%s", path, " (continued)" if continued else "")
         self.crawler.signals.send_catch_log(signals.crawldb_opened, db=self.db)
 
+    def _writer_died(self, exc: BaseException) -> None:
+        """Called from the writer thread: stop the crawl on the reactor thread."""
+        from twisted.internet import reactor
+
+        reactor.callFromThread(self._writer_failed, exc)
+
+    def _writer_failed(self, exc: BaseException) -> None:
+        """The crawl database cannot take pages any more: stop the crawl (exit status 1) with one error line."""
+        if self.writer_failed:
+            return
+        self.writer_failed = True
+        committed = self.db.committed if self.db is not None else 0
+        path = self.db.path if self.db is not None else "?"
+        logger.error(
+            "The crawl database writer failed (%s): stopping the crawl; %d of %d pages were stored in %s",
+            exc.__cause__ or exc,
+            committed,
+            self.pages,
+            path,
+        )
+        self.stats.set_value("focused/db/error", str(exc.__cause__ or exc))
+        engine = self.crawler.engine
+        if engine is not None and engine.spider is not None:
+            deferred_from_coro(engine.close_spider_async(reason="crawldb_failed"))
+
     def close_spider(self) -> None:
         if self.db is not None:
-            self.db.set_meta(pages=self.pages, finished=time.time())
-            self.db.close()
+            stats = {k: v for k, v in self.stats.get_stats().items() if isinstance(v, int | float | str)}
+            try:
+                with contextlib.suppress(CrawlDBError):  # close() says why
+                    self.db.set_meta(pages=self.pages, finished=time.time(), stats=stats)
+                self.db.close()
+            except CrawlDBError as exc:  # already reported when it happened, unless it failed at the very end
+                if not self.writer_failed:
+                    logger.error("%s; %d pages were stored in %s", exc, self.db.committed, self.db.path)
+                    self.stats.set_value("focused/db/error", str(exc))  # the crawl exits with status 1
+                    self.writer_failed = True
         elif self.jobdir:
             self._save_counters()
 
@@ -194,25 +237,13 @@ class CriticPipeline:
             self.relevant += relevant
             self.relevance_sum += verdict.relevance
         self._update_stats()
-        if self.db is not None:
-            self.db.add_page(
-                url=item.url,
-                fetch_order=item.fetch_order,
-                parent=item.parent,
-                depth=item.depth,
-                status=item.status,
-                content_type=item.content_type,
-                title=item.title,
-                relevance=item.relevance,
-                predicted_class=item.predicted_class,
-                top_classes=item.top_classes,
-                links=item.links,
-                html=item.html,
-            )
-        elif self.jobdir and self.pages % self.commit_every == 0:
+        if self.db is not None and not self.writer_failed:
+            self._store(item)
+        elif self.jobdir and self.db is None and self.pages % self.commit_every == 0:
             self._save_counters()
         item.text = None
         item.html = None
+        # after the store, whatever it did: the page budget never depends on the writer
         self.crawler.signals.send_catch_log(
             signals.page_labelled,
             page=LabelledPage(
@@ -227,6 +258,27 @@ class CriticPipeline:
             ),
         )
         return item
+
+    def _store(self, item: PageItem) -> None:
+        assert self.db is not None
+        assert item.fetch_order is not None and item.relevance is not None and item.predicted_class is not None
+        try:
+            self.db.add_page(
+                url=item.url,
+                fetch_order=item.fetch_order,
+                parent=item.parent,
+                depth=item.depth,
+                status=item.status,
+                content_type=item.content_type,
+                title=item.title,
+                relevance=item.relevance,
+                predicted_class=item.predicted_class,
+                top_classes=item.top_classes,
+                links=item.links,
+                html=item.html,
+            )
+        except CrawlDBError as exc:
+            self._writer_failed(exc)
 
     def _update_stats(self) -> None:
         harvest = self.relevance_sum / self.pages

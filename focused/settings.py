@@ -28,6 +28,9 @@ SCHEDULER = "focused.scheduler.FocusedScheduler"
 DEPTH_PRIORITY = 0
 
 SPIDER_MIDDLEWARES = {
+    # ignored responses (404s...) logged at DEBUG and counted, not one INFO line each
+    "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware": None,
+    "focused.httperror.QuietHttpErrorMiddleware": 50,
     # Crawler traps, before the links are scored: canonical URLs, then near-duplicate pages feed no
     # links, then depth and repeated-path limits.
     "focused.canonical.CanonicalUrlMiddleware": 980,
@@ -57,6 +60,7 @@ EXTENSIONS = {
     "focused.extensions.HarvestMonitor": 500,
     "focused.extensions.StatsFile": 510,
     "focused.feedback.RelevanceFeedback": 520,
+    "focused.choices.ChoiceLog": 530,
 }
 
 # Spider output is processed by CONCURRENT_ITEMS asyncio workers created per

@@ -168,7 +168,7 @@ def test_cli_writes_a_loadable_learner(crawl, tmp_path, capsys):
     path, expected = crawl
     out = tmp_path / "models" / "apprentice.npz"
     args = ["train-apprentice", "--from", str(path), "-o", str(out), "--d-max", "3", "--class-features"]
-    assert main(args) == 2  # the database records no critic to read anchors with
+    assert main(args) == 1  # the database records no critic to read anchors with
     assert "records no critic" in capsys.readouterr().err
     code = main([*args, "--no-critic-views"])
     assert code == 0
@@ -209,17 +209,17 @@ def test_cli_reads_anchors_with_the_given_critic(crawl, tmp_path, capsys):
     assert main(["train-apprentice", "--from", str(path), "-o", str(out), "--critic", str(model)]) == 0
     assert "critic views: weight" in capsys.readouterr().out
     assert Apprentice.load(out).n_side == 2
-    assert main(["train-apprentice", "--from", str(path), "-o", str(out), "--critic", str(tmp_path / "no")]) == 2
+    assert main(["train-apprentice", "--from", str(path), "-o", str(out), "--critic", str(tmp_path / "no")]) == 1
     assert "critic" in capsys.readouterr().err
 
 
 def test_cli_fails_clearly_on_missing_or_foreign_files(tmp_path, capsys):
     out = tmp_path / "a.npz"
-    assert main(["train-apprentice", "--from", str(tmp_path / "missing.sqlite"), "-o", str(out)]) == 2
+    assert main(["train-apprentice", "--from", str(tmp_path / "missing.sqlite"), "-o", str(out)]) == 1
     assert "crawl database not found" in capsys.readouterr().err
     junk = tmp_path / "junk.sqlite"
     junk.write_text("not a database at all, just some text " * 20)
-    assert main(["train-apprentice", "--from", str(junk), "-o", str(out)]) == 2
+    assert main(["train-apprentice", "--from", str(junk), "-o", str(out)]) == 1
     assert "not an SQLite crawl database" in capsys.readouterr().err
     assert not out.exists()
 

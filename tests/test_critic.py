@@ -443,11 +443,11 @@ def test_commands_train_and_list_topics(tmp_path: Path, capsys: pytest.CaptureFi
 
 
 def test_commands_report_missing_inputs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    assert main(["eval-critic", "--20news", str(tmp_path / "none.tar.gz")]) == 2
+    assert main(["eval-critic", "--20news", str(tmp_path / "none.tar.gz")]) == 1
     assert "20 Newsgroups archive not found" in capsys.readouterr().err
-    assert main(["train-critic", "--webkb", str(tmp_path / "none"), "-o", str(tmp_path / "x")]) == 2
+    assert main(["train-critic", "--webkb", str(tmp_path / "none"), "-o", str(tmp_path / "x")]) == 1
     assert "WebKB archive not found" in capsys.readouterr().err
-    assert main(["topics", "--model", str(tmp_path / "none.npz")]) == 2
+    assert main(["topics", "--model", str(tmp_path / "none.npz")]) == 1
     assert "make models" in capsys.readouterr().err
 
 

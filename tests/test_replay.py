@@ -664,16 +664,16 @@ def test_cli_webkb_to_warc_and_errors(tmp_path: Path, capsys: pytest.CaptureFixt
         "http://www.cs.example.edu/": "department",
         "http://www.cs.example.edu/~ann/index.html": "student",
     }
-    assert cli_main(["webkb-to-warc", str(tmp_path / "nope"), "-o", str(out)]) == 2
+    assert cli_main(["webkb-to-warc", str(tmp_path / "nope"), "-o", str(out)]) == 1
     assert "not found" in capsys.readouterr().err
-    assert cli_main(["replay", str(tmp_path / "nope")]) == 2
+    assert cli_main(["replay", str(tmp_path / "nope")]) == 1
     assert "focused: error:" in capsys.readouterr().err
 
 
 def test_cli_replay_port_in_use(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     archive = make_webkb(tmp_path / "archive")
     with ReplayServer(ReplayStore()) as busy:
-        assert cli_main(["replay", str(archive), "--port", str(busy.port)]) == 2
+        assert cli_main(["replay", str(archive), "--port", str(busy.port)]) == 1
     assert "already in use" in capsys.readouterr().err
 
 

@@ -380,7 +380,7 @@ def test_prepare_track_and_cli(archive: Path, tmp_path: Path, capsys: pytest.Cap
     assert track.critic.stat().st_mtime_ns == mtime
     assert cli_main(["build-wiki", "--archive", str(archive), "--out", str(tmp_path / "cli"), "--web-only"]) == 0
     assert "8 articles" in capsys.readouterr().out
-    assert cli_main(["build-wiki", "--archive", str(tmp_path / "nope.tar.gz")]) == 2
+    assert cli_main(["build-wiki", "--archive", str(tmp_path / "nope.tar.gz")]) == 1
 
 
 # ---------------------------------------------------------------------- the real corpus

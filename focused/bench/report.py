@@ -139,8 +139,11 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(result: dict[str, Any], out: Path) -> list[Path]:
-    """One PNG per track: mean cumulative irrelevant pages vs pages fetched, a panel per topic."""
+def plot(result: dict[str, Any], out: Path, *, what: str = "true labels") -> list[Path]:
+    """One PNG per track: mean cumulative irrelevant pages vs pages fetched, a panel per topic.
+
+    ``what`` says what judged the pages (``focused report`` plots one crawl judged by its critic).
+    """
     import matplotlib
 
     matplotlib.use("Agg")
@@ -171,7 +174,7 @@ def plot(result: dict[str, Any], out: Path) -> list[Path]:
         for ax in list(axes.flat)[len(topics) :]:
             ax.axis("off")
         axes.flat[0].legend(fontsize=7)
-        fig.suptitle(f"{track}: cumulative loss (true labels), mean over cases")
+        fig.suptitle(f"{track}: cumulative loss ({what}), mean over cases")
         fig.tight_layout()
         path = out / f"loss-{track}.png"
         fig.savefig(path, dpi=110)

@@ -12,7 +12,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from focused.cli import CommandError
+from focused.cli import CommandError, positive_int
 
 DEMO_SEED = "http://www.cs.cornell.edu/"
 
@@ -30,7 +30,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--strategy", default="apprentice", help="apprentice, baseline, bfs or oracle (default: apprentice)"
     )
     parser.add_argument("--seeds", default=DEMO_SEED, help=f"seed URLs, comma-separated (default: {DEMO_SEED})")
-    parser.add_argument("--pages", type=int, default=300, help="page budget (default: 300)")
+    parser.add_argument("--pages", type=positive_int, default=300, help="page budget (default: 300)")
     parser.add_argument("--model", default="models/webkb-pagetype.npz", help="critic model")
     parser.add_argument("--db", help="crawl database to write (default: crawls/demo-TOPIC-STRATEGY.sqlite)")
     parser.set_defaults(func=run)
@@ -42,7 +42,10 @@ def run(args: argparse.Namespace) -> int:
     from focused.corpora.webkb import default_archive
     from focused.learning.critic import load_critic
     from focused.replay import ReplayServer, StoreError, open_store, write_labels
+    from focused.strategies import STRATEGIES
 
+    if args.strategy not in STRATEGIES:
+        raise CommandError(f"--strategy {args.strategy}: unknown strategy; valid: {', '.join(STRATEGIES)}")
     archive = Path(args.archive) if args.archive else default_archive()
     model = Path(args.model) if Path(args.model).is_absolute() else PROJECT_ROOT / args.model
     try:

@@ -33,46 +33,15 @@ from focused.learning.text import html_to_text
 from focused.priority import SEED_PRIORITY
 from focused.profiles import apply_profile
 from focused.redis_seeds import RedisSeeds
-from focused.runtime import CrawlRuntime, project_path
+from focused.runtime import CrawlRuntime
+from focused.validation import ARGUMENT_SETTINGS, parse_seeds, read_seeds_file
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
 
-#: Spider argument -> setting it sets.
-ARGUMENT_SETTINGS = {
-    "topic": "FOCUSED_TOPIC",
-    "seeds": "FOCUSED_SEEDS",
-    "seeds_file": "FOCUSED_SEEDS_FILE",
-    "strategy": "FOCUSED_STRATEGY",
-    "model": "FOCUSED_CRITIC_MODEL",
-    "labels": "FOCUSED_LABELS",
-    "max_pages": "FOCUSED_MAX_PAGES",
-    "db": "FOCUSED_DB",
-    "apprentice": "FOCUSED_APPRENTICE_MODEL",
-    "restrict_to": "FOCUSED_RESTRICT_TO",
-}
-
 _PAGE_TYPES = ("text/html", "application/xhtml", "text/plain")
 PARENT_META_KEY = "focused_parent"
-
-
-def parse_seeds(text: str) -> list[str]:
-    """Split a comma/whitespace-separated seed list and check every URL is http(s)."""
-    seeds = [s.strip() for chunk in text.split(",") for s in chunk.split() if s.strip()]
-    bad = [s for s in seeds if urlsplit(s).scheme not in ("http", "https") or not urlsplit(s).netloc]
-    if bad:
-        raise ConfigError(f"seeds must be http(s) URLs; not: {', '.join(bad)}")
-    return seeds
-
-
-def read_seeds_file(path: str) -> list[str]:
-    """Seeds from a file, one URL per line; ``#`` starts a comment."""
-    try:
-        lines = project_path(path).read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise ConfigError(f"cannot read seeds file {path}: {exc}") from exc
-    return parse_seeds(",".join(line.split("#", 1)[0] for line in lines))
 
 
 class FocusedSpider(scrapy.Spider):
