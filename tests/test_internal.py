@@ -198,4 +198,5 @@ def test_a_bad_allow_list_stops_scrapy_crawl_with_one_line(tmp_path: Path) -> No
     proc = subprocess.run(cmd, cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr
-    assert "FOCUSED_ALLOW_INTERNAL: bad port in '10.0.0.1:99999'" in proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "FOCUSED_ALLOW_INTERNAL" in proc.stderr and "bad port in '10.0.0.1:99999'" in proc.stderr
