@@ -13,6 +13,7 @@ import logging
 import platform
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -119,7 +120,7 @@ def _spec(config: BenchConfig, track: Track, case: Case, strategy: str, proxy: s
         proxy=proxy,
         db=config.out / "cache" / "crawls" / f"{name}.sqlite",
         max_pages=config.budget,
-        labels=track.labels,
+        labels=case.labels or track.labels,
         settings=settings,
     )
 
@@ -213,12 +214,19 @@ def run_track(config: BenchConfig, track: Track) -> list[Run]:
     online = [j for j in jobs if j not in offline]
     if offline and "baseline" not in config.strategies:
         online += [(case, "baseline", 0) for case in track.cases]
-    with ReplayServer(track.store) as server:
-        logger.info("%s: %d crawls through %s (%d at a time)", track.name, len(jobs), server.proxy_url, config.jobs)
+    with ExitStack() as stack:
+        # one replay per confinement: a confined case's proxy 404s every page outside its groups
+        proxies: dict[frozenset[str] | None, str] = {}
+        for confine in dict.fromkeys(case.confine for case in track.cases):
+            store = track.store if confine is None else track.store.confined(confine)
+            proxies[confine] = stack.enter_context(ReplayServer(store)).proxy_url
+        logger.info(
+            "%s: %d crawls through %d replay(s) (%d at a time)", track.name, len(jobs), len(proxies), config.jobs
+        )
 
         def one(job: tuple[Case, str, int]) -> Run:
             case, strategy, repeat = job
-            spec = _spec(config, track, case, strategy, server.proxy_url, repeat)
+            spec = _spec(config, track, case, strategy, proxies[case.confine], repeat)
             result = reuse_crawl(spec) if config.reuse else None
             if result is None:
                 if needs_offline_model(strategy):  # trained only when the crawl really runs
@@ -258,7 +266,8 @@ def throughput(config: BenchConfig, track: Track, pages: int = 1000, concurrency
     """
     case = track.cases[0]
     out: dict[str, Any] = {"case": f"{case.group}/{case.topic}", "concurrency": concurrency, "budget": pages}
-    with ReplayServer(track.store) as server:
+    store = track.store if case.confine is None else track.store.confined(case.confine)
+    with ReplayServer(store) as server:
         for spider in ("plain", "focused"):
             spec = CrawlSpec(
                 name=f"throughput-{track.name}-{spider}",

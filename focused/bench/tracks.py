@@ -4,7 +4,9 @@ A *case* is one (topic, seeds, critic) crawl setting; every strategy is run
 on every case. The WebKB track is leave-one-university-out: for each of
 cornell, texas and washington, the critic is trained on the other two
 universities plus ``misc`` and the crawl starts from the held-out university's
-department page.
+department page. The crawl is *confined* to the held-out university: the
+replay serves it no page of the groups the critic was trained on (they are
+404s), so its harvest counts only pages the critic never saw.
 """
 
 from __future__ import annotations
@@ -33,6 +35,10 @@ class Case:
     model: Path
     targets: frozenset[str]  # canonical URLs of on-topic pages reachable from the seeds
     reachable: int
+    #: Groups whose pages the replay serves to this case (``None``: the whole web).
+    confine: frozenset[str] | None = None
+    #: Ground-truth labels the crawl may read (the oracles), confined like the web.
+    labels: Path | None = None
 
 
 @dataclass
@@ -84,13 +90,18 @@ def webkb_track(
             train_webkb_critic(archive, exclude=[uni]).save(model)
         critic = load_critic(model)
         seed = department_page(store, uni)
-        reach = reachable(store, [seed])
+        confined = store.confined([uni])
+        labels = cache / f"webkb.{uni}.labels.tsv"
+        _write_labels(confined, labels)
+        reach = reachable(confined, [seed])
         for target in targets:
             topic = critic.resolve_topic(target)
             on_topic = frozenset(
                 url for url in reach if (label := store.label_of(url)) is not None and topic.matches(label)
             )
-            track.cases.append(Case("webkb", uni, target, (seed,), model, on_topic, len(reach)))
+            track.cases.append(
+                Case("webkb", uni, target, (seed,), model, on_topic, len(reach), frozenset([uni]), labels)
+            )
         logger.info("%s: %d pages reachable from %s", uni, len(reach), seed)
     return track
 
