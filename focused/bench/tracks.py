@@ -15,6 +15,7 @@ import logging
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from focused.bench.graph import write_link_graph
 from focused.bench.metrics import canonical_url, reachable
 from focused.replay import ReplayStore, open_store, write_labels
 
@@ -39,6 +40,8 @@ class Case:
     confine: frozenset[str] | None = None
     #: Ground-truth labels the crawl may read (the oracles), confined like the web.
     labels: Path | None = None
+    #: The link graph of the web the case crawls (for ``oracle-lookahead``).
+    graph: Path | None = None
 
 
 @dataclass
@@ -94,13 +97,14 @@ def webkb_track(
         labels = cache / f"webkb.{uni}.labels.tsv"
         _write_labels(confined, labels)
         reach = reachable(confined, [seed])
+        graph = write_link_graph(confined, cache / f"webkb.{uni}.graph.npz")
         for target in targets:
             topic = critic.resolve_topic(target)
             on_topic = frozenset(
                 url for url in reach if (label := store.label_of(url)) is not None and topic.matches(label)
             )
             track.cases.append(
-                Case("webkb", uni, target, (seed,), model, on_topic, len(reach), frozenset([uni]), labels)
+                Case("webkb", uni, target, (seed,), model, on_topic, len(reach), frozenset([uni]), labels, graph)
             )
         logger.info("%s: %d pages reachable from %s", uni, len(reach), seed)
     return track
@@ -116,6 +120,7 @@ def wiki_track(cache: Path, *, topics: tuple[str, ...] | None = None) -> Track:
     track = Track("wiki", store, wiki.labels)
     critic = load_critic(wiki.critic)
     graph = read_link_graph(wiki.links)  # the article graph: navigation links lead to no article
+    web_graph = write_link_graph(store, cache / "wiki" / "wiki.graph.npz")
     for name in topics or tuple(wiki.topics):
         topic = critic.resolve_topic(name)
         seeds = tuple(wiki.seeds[name])
@@ -123,5 +128,7 @@ def wiki_track(cache: Path, *, topics: tuple[str, ...] | None = None) -> Track:
         on_topic = frozenset(
             url for url in reach if (label := store.label_of(url)) is not None and topic.matches(label)
         )
-        track.cases.append(Case("wiki", name.split(".")[0], name, seeds, wiki.critic, on_topic, len(reach)))
+        track.cases.append(
+            Case("wiki", name.split(".")[0], name, seeds, wiki.critic, on_topic, len(reach), graph=web_graph)
+        )
     return track
