@@ -29,6 +29,8 @@ logger = logging.getLogger(__name__)
 CHECKPOINTS = (100, 250, 500, 1000)
 GAP_CHECKPOINTS = (100, 250)
 DEFAULT_STRATEGIES = ("bfs", "baseline", "apprentice", "apprentice:classes", "apprentice-offline", "oracle")
+#: Strategies whose ``:SUFFIX`` is always a bench variant (VARIANTS).
+VARIANT_BASES = ("bfs", "baseline", "oracle", "oracle-lookahead", "apprentice", "apprentice-offline")
 #: The bounds: G is measured against the better of them, case by case.
 ORACLES = ("oracle", "oracle-lookahead")
 #: Added by ``--parent-study``: how a URL linked by several parents gets its priority.
@@ -61,13 +63,20 @@ def needs_offline_model(strategy: str) -> bool:
 def split_strategy(name: str) -> tuple[str, dict[str, Any]]:
     """``"baseline:first"`` -> ``("baseline", {"FOCUSED_PARENT_AGGREGATION": "first"})``.
 
-    Several variants combine with ``+``: ``apprentice:warm+classes``.
+    Several variants combine with ``+``: ``apprentice:warm+classes``. A name
+    whose part after ``:`` is no bench variant and whose base is not one of the
+    bench's own strategies (e.g. another family's ``NAME:ARG``) goes to the
+    crawl whole, which validates it.
     """
     strategy, _, variants = name.partition(":")
+    parts = [v for v in variants.split("+") if v]
+    unknown = [v for v in parts if v not in VARIANTS]
+    if unknown:
+        if strategy in VARIANT_BASES:
+            raise ValueError(f"unknown strategy variant {unknown[0]!r} in {name!r}; valid: {', '.join(VARIANTS)}")
+        return name, {}
     settings: dict[str, Any] = {}
-    for variant in filter(None, variants.split("+")):
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown strategy variant {variant!r} in {name!r}; valid: {', '.join(VARIANTS)}")
+    for variant in parts:
         settings.update(VARIANTS[variant])
     return strategy, settings
 
