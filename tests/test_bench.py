@@ -68,6 +68,7 @@ def test_summary_gap_closure_loss_reduction_and_noise(tmp_path):
     assert summary["gap_closure"]["apprentice"][100] == pytest.approx(0.4)  # (0.5-0.3)/(0.8-0.3)
     assert summary["loss_reduction"]["apprentice"]["mean"][100] == pytest.approx(1 - 0.5 / 0.7, abs=1e-3)
     assert summary["noise"]["baseline"][100] == pytest.approx(0.1414, abs=1e-3)
+    assert summary["noise"]["baseline"]["mean_of_track"][250] == pytest.approx(0.1414, abs=1e-3)
     assert "apprentice" not in summary["noise"] or summary["noise"]["apprentice"][100] == 0
     result = {
         "config": {"budget": 250, "strategies": ["baseline", "apprentice", "oracle"], "repeats": 2},

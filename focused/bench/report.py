@@ -45,11 +45,23 @@ def _apprentice_tables(result: dict[str, Any], track: str, tsum: dict[str, Any])
             lines.append(f"| {topic} | " + " | ".join(cells) + " |")
     noise = tsum.get("noise") or {}
     if noise:
-        lines.append(f"\n{track}, run-to-run noise (std of true harvest over tie-break seeds, mean over cases, %):\n")
-        lines.append("| strategy | @100 | @250 |")
-        lines.append("|---|---|---|")
+        lines.append(
+            f"\n{track}, run-to-run noise (std of true harvest over tie-break seeds, in points: per case, mean "
+            "over cases; and of the track's mean harvest):\n"
+        )
+        ks = [k for k in (100, 250, 500, 1000) if any(_at(per_k, k) is not None for per_k in noise.values())]
+        lines.append(
+            "| strategy | "
+            + " | ".join(f"case @{k}" for k in ks)
+            + " | "
+            + " | ".join(f"track @{k}" for k in ks)
+            + " |"
+        )
+        lines.append("|---|" + "---|" * (2 * len(ks)))
         for name, per_k in noise.items():
-            lines.append(f"| {name} | {_pct(_at(per_k, 100))} | {_pct(_at(per_k, 250))} |")
+            track_k = per_k.get("mean_of_track") or {}
+            cells = [_pct(_at(per_k, k)) for k in ks] + [_pct(_at(track_k, k)) for k in ks]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
     runs = [r for r in result["runs"] if r["track"] == track and r["ok"] and r.get("apprentice")]
     if runs:
         lines.append(f"\n{track}, the apprentice (mean over runs):\n")

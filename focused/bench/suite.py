@@ -406,11 +406,24 @@ def _loss_reduction(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, A
 
 
 def _noise(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, Any]:
-    """Run-to-run spread (random tie-break seeds): mean over cases of the std of true harvest."""
+    """Run-to-run spread (random tie-break seeds): mean over cases of the std of true harvest.
+
+    Also the std of the *track's mean* harvest across repeats (``mean_of_track``:
+    repeat r's harvest averaged over the cases), the noise of a track-level figure.
+    """
     out: dict[str, Any] = {}
     for strategy in strategies:
         per_k: dict[int, float] = {}
-        for k in (100, 250):
+        track_k: dict[int, float] = {}
+        for k in CHECKPOINTS:
+            by_repeat: dict[int, list[float]] = {}
+            for r in runs:
+                if r.strategy == strategy and k in r.true_harvest:
+                    by_repeat.setdefault(r.repeat, []).append(r.true_harvest[k])
+            means = [sum(v) / len(v) for v in by_repeat.values() if v]
+            if len(means) > 1 and len({len(v) for v in by_repeat.values()}) == 1:
+                m = sum(means) / len(means)
+                track_k[k] = round((sum((x - m) ** 2 for x in means) / (len(means) - 1)) ** 0.5, 4)
             stds = []
             for group, topic in sorted({(r.group, r.topic) for r in runs}):
                 values = [
@@ -424,7 +437,7 @@ def _noise(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, Any]:
             if stds:
                 per_k[k] = round(sum(stds) / len(stds), 4)
         if per_k:
-            out[strategy] = per_k
+            out[strategy] = {**per_k, "mean_of_track": track_k}
     return out
 
 
