@@ -28,7 +28,15 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINTS = (100, 250, 500, 1000)
 GAP_CHECKPOINTS = (100, 250)
-DEFAULT_STRATEGIES = ("bfs", "baseline", "apprentice", "apprentice:classes", "apprentice-offline", "oracle")
+DEFAULT_STRATEGIES = (
+    "bfs",
+    "baseline",
+    "apprentice:prior",
+    "apprentice",
+    "apprentice:warm",
+    "oracle",
+    "oracle-lookahead",
+)
 #: Strategies whose ``:SUFFIX`` is always a bench variant (VARIANTS).
 VARIANT_BASES = ("bfs", "baseline", "oracle", "oracle-lookahead", "apprentice", "apprentice-offline")
 #: The bounds: G is measured against the better of them, case by case.

@@ -29,9 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tracks", default="webkb,wiki", help="comma-separated tracks (default: webkb,wiki)")
     parser.add_argument(
         "--strategies",
-        default="bfs,baseline,apprentice,apprentice:classes,apprentice-offline,oracle",
-        help="strategies to compare; STRATEGY:first|max|mean sets how parents combine, "
-        "apprentice:classes adds the critic-class features (default: %(default)s)",
+        default="bfs,baseline,apprentice:prior,apprentice,apprentice:warm,oracle,oracle-lookahead",
+        help="strategies to compare: any registered strategy; STRATEGY:first|max|mean sets how parents combine, "
+        "apprentice:prior never switches the learner in, apprentice:warm starts from an apprentice trained on "
+        "other crawls (default: %(default)s)",
     )
     parser.add_argument(
         "--parent-study", action="store_true", help="also run baseline:first and baseline:mean (parent aggregation)"
