@@ -368,7 +368,9 @@ def _gap_closures(runs: list[Run], strategies: tuple[str, ...]) -> tuple[dict[st
                 if h is None or hb is None or not found:
                     continue
                 ho = max(found)
-                hs.append(h), hbs.append(hb), hos.append(ho)
+                hs.append(h)
+                hbs.append(hb)
+                hos.append(ho)
                 g = gap_closure(h, hb, ho)
                 if g is not None:
                     values.append(g)

@@ -12,7 +12,7 @@ replay serves it no page of the groups the critic was trained on (they are
 from __future__ import annotations
 
 import logging
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -80,7 +80,7 @@ def department_page(store: ReplayStore, university: str) -> str:
     return min(pages, key=lambda u: (len(u), u))
 
 
-def group_seed(store: ReplayStore, group: str, graph: tuple[list[str], list[int], list[int]]) -> str:
+def group_seed(store: ReplayStore, group: str, graph: tuple[list[str], Iterable[int], Iterable[int]]) -> str:
     """The seed of a held-out group (the documented rule).
 
     The group's page labelled ``department`` with the shortest URL when the
@@ -94,7 +94,7 @@ def group_seed(store: ReplayStore, group: str, graph: tuple[list[str], list[int]
     indegree = [0] * len(urls)
     for i, j in zip(src, dst, strict=True):
         if i != j:
-            indegree[j] += 1
+            indegree[int(j)] += 1
     if not urls:
         raise TrackError(f"group {group!r} has no page the replay can serve")
     best = min(range(len(urls)), key=lambda i: (-indegree[i], len(urls[i]), urls[i]))
