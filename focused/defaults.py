@@ -16,12 +16,14 @@ FOCUSED_SEEDS = ""
 #: A file with one seed URL per line (``-a seeds_file=...``).
 FOCUSED_SEEDS_FILE = ""
 #: Frontier policy: ``apprentice`` (online relevance feedback), ``apprentice-offline``,
-#: ``baseline`` (best-first on Pr(c*|u)), ``bfs``, ``oracle`` (benchmark only).
+#: ``baseline`` (best-first on Pr(c*|u)), ``bfs``, ``oracle`` and ``oracle-lookahead`` (benchmark only).
 FOCUSED_STRATEGY = "apprentice"
 #: Critic model file (.npz: arrays + JSON header, never a pickle). Relative paths are taken from the project root.
 FOCUSED_CRITIC_MODEL = "models/webkb-pagetype.npz"
-#: Ground-truth labels (``url<TAB>label[<TAB>group]``), needed by ``oracle`` only.
+#: Ground-truth labels (``url<TAB>label[<TAB>group]``), needed by the oracles only.
 FOCUSED_LABELS = ""
+#: The replayed web's link graph (.npz from ``focused bench``), needed by ``oracle-lookahead`` only.
+FOCUSED_ORACLE_GRAPH = ""
 #: How a URL linked from several fetched pages gets its priority:
 #: ``first`` (the paper's footnote 2), ``max`` or ``mean`` over parents.
 FOCUSED_PARENT_AGGREGATION = "max"

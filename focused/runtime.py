@@ -91,17 +91,27 @@ class CrawlRuntime:
             return BreadthFirst()
         if name == "baseline":
             return Baseline()
-        if name == "oracle":
+        if name in ("oracle", "oracle-lookahead"):
             path = self.settings.get("FOCUSED_LABELS")
             if not path:
-                raise ConfigError("strategy 'oracle' needs ground-truth labels: -s FOCUSED_LABELS=FILE")
+                raise ConfigError(f"strategy {name!r} needs ground-truth labels: -s FOCUSED_LABELS=FILE")
             from focused.replay.labels import read_labels
 
             try:
                 labels, _ = read_labels(project_path(path))
             except OSError as exc:
                 raise ConfigError(f"cannot read labels file {path}: {exc}") from exc
-            return Oracle(self.topic, label_lookup(labels))
+            if name == "oracle":
+                return Oracle(self.topic, label_lookup(labels))
+            from focused.oracles import GraphFileError, lookahead_oracle
+
+            graph = self.settings.get("FOCUSED_ORACLE_GRAPH")
+            if not graph:
+                raise ConfigError("strategy 'oracle-lookahead' needs a link graph: -s FOCUSED_ORACLE_GRAPH=FILE.npz")
+            try:
+                return lookahead_oracle(self.topic, labels, project_path(graph))
+            except GraphFileError as exc:
+                raise ConfigError(str(exc)) from exc
         if name in ("apprentice", "apprentice-offline"):
             return ApprenticeStrategy(self._online_apprentice(offline=name == "apprentice-offline"), name)
         raise ConfigError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")

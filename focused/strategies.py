@@ -16,7 +16,7 @@ from typing import Any, Protocol
 from focused.learning.critic import Topic, Verdict
 from focused.learning.online import LinkPayload, OnlineApprentice
 
-STRATEGIES = ("bfs", "baseline", "oracle", "apprentice", "apprentice-offline")
+STRATEGIES = ("bfs", "baseline", "oracle", "oracle-lookahead", "apprentice", "apprentice-offline")
 
 
 @dataclass(frozen=True)

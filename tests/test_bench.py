@@ -68,6 +68,7 @@ def test_summary_gap_closure_loss_reduction_and_noise(tmp_path):
     assert summary["gap_closure"]["apprentice"][100] == pytest.approx(0.4)  # (0.5-0.3)/(0.8-0.3)
     assert summary["loss_reduction"]["apprentice"]["mean"][100] == pytest.approx(1 - 0.5 / 0.7, abs=1e-3)
     assert summary["noise"]["baseline"][100] == pytest.approx(0.1414, abs=1e-3)
+    assert summary["noise"]["baseline"]["mean_of_track"][250] == pytest.approx(0.1414, abs=1e-3)
     assert "apprentice" not in summary["noise"] or summary["noise"]["apprentice"][100] == 0
     result = {
         "config": {"budget": 250, "strategies": ["baseline", "apprentice", "oracle"], "repeats": 2},
@@ -81,3 +82,26 @@ def test_summary_gap_closure_loss_reduction_and_noise(tmp_path):
     assert "loss reduction" in text and "switched in at page" in text
     paths = plot(result, tmp_path)
     assert paths and paths[0].stat().st_size > 1000
+
+
+def test_gap_closure_against_the_better_oracle_and_on_mean_harvests():
+    runs = [
+        run("g1", "x", "baseline", 0.2),
+        run("g1", "x", "oracle", 0.3),  # a greedy oracle barely above the baseline
+        run("g1", "x", "oracle-lookahead", 0.6),
+        run("g1", "x", "apprentice", 0.4),
+        run("g2", "x", "baseline", 0.1),
+        run("g2", "x", "oracle", 0.9),
+        run("g2", "x", "oracle-lookahead", 0.5),
+        run("g2", "x", "apprentice", 0.5),
+    ]
+    summary = summarize(runs, ("baseline", "apprentice", "oracle", "oracle-lookahead"))["t"]
+    # per case: (0.4-0.2)/(0.6-0.2) = 0.5 and (0.5-0.1)/(0.9-0.1) = 0.5
+    assert summary["gap_closure"]["apprentice"][100] == pytest.approx(0.5)
+    # on the means: (0.45-0.15)/(0.75-0.15)
+    assert summary["gap_closure_of_means"]["apprentice"][100] == pytest.approx(0.5)
+    assert "oracle" not in summary["gap_closure"] and "oracle-lookahead" not in summary["gap_closure"]
+    runs[3] = run("g1", "x", "apprentice", 0.21)
+    summary = summarize(runs, ("baseline", "apprentice", "oracle", "oracle-lookahead"))["t"]
+    assert summary["gap_closure"]["apprentice"][100] == pytest.approx((0.025 + 0.5) / 2, abs=1e-3)
+    assert summary["gap_closure_of_means"]["apprentice"][100] == pytest.approx((0.355 - 0.15) / 0.6, abs=1e-3)

@@ -45,11 +45,23 @@ def _apprentice_tables(result: dict[str, Any], track: str, tsum: dict[str, Any])
             lines.append(f"| {topic} | " + " | ".join(cells) + " |")
     noise = tsum.get("noise") or {}
     if noise:
-        lines.append(f"\n{track}, run-to-run noise (std of true harvest over tie-break seeds, mean over cases, %):\n")
-        lines.append("| strategy | @100 | @250 |")
-        lines.append("|---|---|---|")
+        lines.append(
+            f"\n{track}, run-to-run noise (std of true harvest over tie-break seeds, in points: per case, mean "
+            "over cases; and of the track's mean harvest):\n"
+        )
+        ks = [k for k in (100, 250, 500, 1000) if any(_at(per_k, k) is not None for per_k in noise.values())]
+        lines.append(
+            "| strategy | "
+            + " | ".join(f"case @{k}" for k in ks)
+            + " | "
+            + " | ".join(f"track @{k}" for k in ks)
+            + " |"
+        )
+        lines.append("|---|" + "---|" * (2 * len(ks)))
         for name, per_k in noise.items():
-            lines.append(f"| {name} | {_pct(_at(per_k, 100))} | {_pct(_at(per_k, 250))} |")
+            track_k = per_k.get("mean_of_track") or {}
+            cells = [_pct(_at(per_k, k)) for k in ks] + [_pct(_at(track_k, k)) for k in ks]
+            lines.append(f"| {name} | " + " | ".join(cells) + " |")
     runs = [r for r in result["runs"] if r["track"] == track and r["ok"] and r.get("apprentice")]
     if runs:
         lines.append(f"\n{track}, the apprentice (mean over runs):\n")
@@ -113,13 +125,20 @@ def markdown(result: dict[str, Any]) -> str:
                 cells.append(f"{_pct(th.get(100, th.get('100')))} / {_pct(th.get(250, th.get('250')))}")
             lines.append(f"| {topic} | " + " | ".join(cells) + " |")
         if tsum.get("gap_closure"):
-            lines.append(f"\n{track}, gap closure G = (h − h_baseline)/(h_oracle − h_baseline), mean over cases:\n")
-            lines.append("| strategy | G@100 | G@250 |")
-            lines.append("|---|---|---|")
+            lines.append(
+                f"\n{track}, gap closure G = (h − h_baseline)/(h_oracle − h_baseline) against the better oracle "
+                "of each case; on the track's mean harvests, and the mean of per-case G:\n"
+            )
+            lines.append("| strategy | G@100 (means) | G@250 (means) | G@100 (per-case mean) | G@250 (per-case mean) |")
+            lines.append("|---|---|---|---|---|")
+            fmt = lambda g: "–" if g is None else f"{g:+.2f}"  # noqa: E731
+            of_means = tsum.get("gap_closure_of_means", {})
             for name, per_k in tsum["gap_closure"].items():
-                g100, g250 = per_k.get(100, per_k.get("100")), per_k.get(250, per_k.get("250"))
-                fmt = lambda g: "–" if g is None else f"{g:+.2f}"  # noqa: E731
-                lines.append(f"| {name} | {fmt(g100)} | {fmt(g250)} |")
+                m = of_means.get(name, {})
+                cells = [m.get(k, m.get(str(k))) for k in (100, 250)] + [
+                    per_k.get(k, per_k.get(str(k))) for k in (100, 250)
+                ]
+                lines.append(f"| {name} | " + " | ".join(fmt(g) for g in cells) + " |")
         lines.extend(_apprentice_tables(result, track, tsum))
     tp = result.get("throughput")
     if tp:

@@ -13,6 +13,7 @@ import logging
 import platform
 import time
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import ExitStack
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,19 @@ logger = logging.getLogger(__name__)
 
 CHECKPOINTS = (100, 250, 500, 1000)
 GAP_CHECKPOINTS = (100, 250)
-DEFAULT_STRATEGIES = ("bfs", "baseline", "apprentice", "apprentice:classes", "apprentice-offline", "oracle")
+DEFAULT_STRATEGIES = (
+    "bfs",
+    "baseline",
+    "apprentice:prior",
+    "apprentice",
+    "apprentice:warm",
+    "oracle",
+    "oracle-lookahead",
+)
+#: Strategies whose ``:SUFFIX`` is always a bench variant (VARIANTS).
+VARIANT_BASES = ("bfs", "baseline", "oracle", "oracle-lookahead", "apprentice", "apprentice-offline")
+#: The bounds: G is measured against the better of them, case by case.
+ORACLES = ("oracle", "oracle-lookahead")
 #: Added by ``--parent-study``: how a URL linked by several parents gets its priority.
 PARENT_STUDY = ("baseline:first", "baseline:mean")
 #: ``STRATEGY:VARIANT`` runs STRATEGY with a variant's settings (the parent-aggregation study).
@@ -58,13 +71,20 @@ def needs_offline_model(strategy: str) -> bool:
 def split_strategy(name: str) -> tuple[str, dict[str, Any]]:
     """``"baseline:first"`` -> ``("baseline", {"FOCUSED_PARENT_AGGREGATION": "first"})``.
 
-    Several variants combine with ``+``: ``apprentice:warm+classes``.
+    Several variants combine with ``+``: ``apprentice:warm+classes``. A name
+    whose part after ``:`` is no bench variant and whose base is not one of the
+    bench's own strategies (e.g. another family's ``NAME:ARG``) goes to the
+    crawl whole, which validates it.
     """
     strategy, _, variants = name.partition(":")
+    parts = [v for v in variants.split("+") if v]
+    unknown = [v for v in parts if v not in VARIANTS]
+    if unknown:
+        if strategy in VARIANT_BASES:
+            raise ValueError(f"unknown strategy variant {unknown[0]!r} in {name!r}; valid: {', '.join(VARIANTS)}")
+        return name, {}
     settings: dict[str, Any] = {}
-    for variant in filter(None, variants.split("+")):
-        if variant not in VARIANTS:
-            raise ValueError(f"unknown strategy variant {variant!r} in {name!r}; valid: {', '.join(VARIANTS)}")
+    for variant in parts:
         settings.update(VARIANTS[variant])
     return strategy, settings
 
@@ -110,6 +130,8 @@ def _spec(config: BenchConfig, track: Track, case: Case, strategy: str, proxy: s
     settings: dict[str, Any] = {"FOCUSED_LOG_EVERY": 250, **config.extra_settings, **variant_settings}
     if config.repeats > 1:
         settings.update({"FOCUSED_TIEBREAK": "random", "FOCUSED_SEED": repeat})
+    if base_strategy == "oracle-lookahead" and case.graph is not None:
+        settings["FOCUSED_ORACLE_GRAPH"] = str(case.graph)
     return CrawlSpec(
         name=name,
         topic=case.topic,
@@ -119,7 +141,7 @@ def _spec(config: BenchConfig, track: Track, case: Case, strategy: str, proxy: s
         proxy=proxy,
         db=config.out / "cache" / "crawls" / f"{name}.sqlite",
         max_pages=config.budget,
-        labels=track.labels,
+        labels=case.labels or track.labels,
         settings=settings,
     )
 
@@ -206,19 +228,26 @@ def run_track(config: BenchConfig, track: Track) -> list[Run]:
         (case, strategy, repeat)
         for case in track.cases
         for strategy in config.strategies
-        for repeat in range(config.repeats if strategy != "oracle" else 1)
+        for repeat in range(config.repeats if strategy not in ORACLES else 1)
     ]
     # offline apprentices train on baseline crawls, so they run in a second phase
     offline = [j for j in jobs if needs_offline_model(j[1])]
     online = [j for j in jobs if j not in offline]
     if offline and "baseline" not in config.strategies:
         online += [(case, "baseline", 0) for case in track.cases]
-    with ReplayServer(track.store) as server:
-        logger.info("%s: %d crawls through %s (%d at a time)", track.name, len(jobs), server.proxy_url, config.jobs)
+    with ExitStack() as stack:
+        # one replay per confinement: a confined case's proxy 404s every page outside its groups
+        proxies: dict[frozenset[str] | None, str] = {}
+        for confine in dict.fromkeys(case.confine for case in track.cases):
+            store = track.store if confine is None else track.store.confined(confine)
+            proxies[confine] = stack.enter_context(ReplayServer(store)).proxy_url
+        logger.info(
+            "%s: %d crawls through %d replay(s) (%d at a time)", track.name, len(jobs), len(proxies), config.jobs
+        )
 
         def one(job: tuple[Case, str, int]) -> Run:
             case, strategy, repeat = job
-            spec = _spec(config, track, case, strategy, server.proxy_url, repeat)
+            spec = _spec(config, track, case, strategy, proxies[case.confine], repeat)
             result = reuse_crawl(spec) if config.reuse else None
             if result is None:
                 if needs_offline_model(strategy):  # trained only when the crawl really runs
@@ -258,7 +287,8 @@ def throughput(config: BenchConfig, track: Track, pages: int = 1000, concurrency
     """
     case = track.cases[0]
     out: dict[str, Any] = {"case": f"{case.group}/{case.topic}", "concurrency": concurrency, "budget": pages}
-    with ReplayServer(track.store) as server:
+    store = track.store if case.confine is None else track.store.confined(case.confine)
+    with ReplayServer(store) as server:
         for spider in ("plain", "focused"):
             spec = CrawlSpec(
                 name=f"throughput-{track.name}-{spider}",
@@ -294,7 +324,7 @@ def summarize(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, Any]:
     summary: dict[str, Any] = {}
     for track in sorted({r.track for r in runs}):
         truns = [r for r in runs if r.track == track and r.ok]
-        tsum: dict[str, Any] = {"strategies": {}, "per_topic": {}, "gap_closure": {}}
+        tsum: dict[str, Any] = {"strategies": {}, "per_topic": {}}
         for strategy in strategies:
             sruns = [r for r in truns if r.strategy == strategy]
             if not sruns:
@@ -302,29 +332,54 @@ def summarize(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, Any]:
             tsum["strategies"][strategy] = _means(sruns)
             for topic in sorted({r.topic for r in sruns}):
                 tsum["per_topic"].setdefault(topic, {})[strategy] = _means([r for r in sruns if r.topic == topic])
-        # gap closure per case (group, topic), then averaged
-        if "baseline" in tsum["strategies"] and "oracle" in tsum["strategies"]:
-            for strategy in strategies:
-                if strategy in ("baseline", "oracle"):
-                    continue
-                per_k: dict[int, Any] = {}
-                for k in GAP_CHECKPOINTS:
-                    values = []
-                    for group, topic in sorted({(r.group, r.topic) for r in truns}):
-                        h = _mean_at(truns, group, topic, strategy, k)
-                        hb = _mean_at(truns, group, topic, "baseline", k)
-                        ho = _mean_at(truns, group, topic, "oracle", k)
-                        if None in (h, hb, ho):
-                            continue
-                        g = gap_closure(h, hb, ho)  # type: ignore[arg-type]
-                        if g is not None:
-                            values.append(g)
-                    per_k[k] = round(sum(values) / len(values), 3) if values else None
-                tsum["gap_closure"][strategy] = per_k
+        tsum["gap_closure"], tsum["gap_closure_of_means"] = _gap_closures(truns, strategies)
         tsum["loss_reduction"] = _loss_reduction(truns, strategies)
         tsum["noise"] = _noise(truns, strategies)
         summary[track] = tsum
     return summary
+
+
+def _gap_closures(runs: list[Run], strategies: tuple[str, ...]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """G per strategy and checkpoint against the better oracle of each case, two ways.
+
+    ``per_case``: G of each case (group, topic), then the mean (cases whose
+    oracle is barely above the baseline weigh as much as any). ``of_means``:
+    G of the track's mean harvests, h̄ against h̄_baseline and the mean over
+    cases of the better oracle's harvest (the figure a reader can check).
+    Only cases where the strategy, the baseline and an oracle all ran count.
+    """
+    per_case: dict[str, Any] = {}
+    of_means: dict[str, Any] = {}
+    oracles = [o for o in ORACLES if o in strategies]
+    if "baseline" not in strategies or not oracles:
+        return per_case, of_means
+    cases = sorted({(r.group, r.topic) for r in runs})
+    for strategy in strategies:
+        if strategy == "baseline" or strategy in ORACLES:
+            continue
+        g_case: dict[int, Any] = {}
+        g_means: dict[int, Any] = {}
+        for k in GAP_CHECKPOINTS:
+            values, hs, hbs, hos = [], [], [], []
+            for group, topic in cases:
+                h = _mean_at(runs, group, topic, strategy, k)
+                hb = _mean_at(runs, group, topic, "baseline", k)
+                found = [v for o in oracles if (v := _mean_at(runs, group, topic, o, k)) is not None]
+                if h is None or hb is None or not found:
+                    continue
+                ho = max(found)
+                hs.append(h)
+                hbs.append(hb)
+                hos.append(ho)
+                g = gap_closure(h, hb, ho)
+                if g is not None:
+                    values.append(g)
+            g_case[k] = round(sum(values) / len(values), 3) if values else None
+            mean_g = gap_closure(*(sum(x) / len(x) for x in (hs, hbs, hos))) if hs else None
+            g_means[k] = round(mean_g, 3) if mean_g is not None else None
+        per_case[strategy] = g_case
+        of_means[strategy] = g_means
+    return per_case, of_means
 
 
 def _loss_reduction(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, Any]:
@@ -361,11 +416,24 @@ def _loss_reduction(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, A
 
 
 def _noise(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, Any]:
-    """Run-to-run spread (random tie-break seeds): mean over cases of the std of true harvest."""
+    """Run-to-run spread (random tie-break seeds): mean over cases of the std of true harvest.
+
+    Also the std of the *track's mean* harvest across repeats (``mean_of_track``:
+    repeat r's harvest averaged over the cases), the noise of a track-level figure.
+    """
     out: dict[str, Any] = {}
     for strategy in strategies:
         per_k: dict[int, float] = {}
-        for k in (100, 250):
+        track_k: dict[int, float] = {}
+        for k in CHECKPOINTS:
+            by_repeat: dict[int, list[float]] = {}
+            for r in runs:
+                if r.strategy == strategy and k in r.true_harvest:
+                    by_repeat.setdefault(r.repeat, []).append(r.true_harvest[k])
+            means = [sum(v) / len(v) for v in by_repeat.values() if v]
+            if len(means) > 1 and len({len(v) for v in by_repeat.values()}) == 1:
+                m = sum(means) / len(means)
+                track_k[k] = round((sum((x - m) ** 2 for x in means) / (len(means) - 1)) ** 0.5, 4)
             stds = []
             for group, topic in sorted({(r.group, r.topic) for r in runs}):
                 values = [
@@ -379,7 +447,7 @@ def _noise(runs: list[Run], strategies: tuple[str, ...]) -> dict[str, Any]:
             if stds:
                 per_k[k] = round(sum(stds) / len(stds), 4)
         if per_k:
-            out[strategy] = per_k
+            out[strategy] = {**per_k, "mean_of_track": track_k}
     return out
 
 

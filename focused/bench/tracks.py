@@ -4,17 +4,26 @@ A *case* is one (topic, seeds, critic) crawl setting; every strategy is run
 on every case. The WebKB track is leave-one-university-out: for each of
 cornell, texas and washington, the critic is trained on the other two
 universities plus ``misc`` and the crawl starts from the held-out university's
-department page.
+department page. The crawl is *confined* to the held-out university: the
+replay serves it no page of the groups the critic was trained on (they are
+404s), so its harvest counts only pages the critic never saw.
 """
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from focused.bench.graph import write_link_graph
 from focused.bench.metrics import canonical_url, reachable
+from focused.oracles import load_graph
 from focused.replay import ReplayStore, open_store, write_labels
+
+if TYPE_CHECKING:
+    from focused.learning.critic import Critic
 
 logger = logging.getLogger(__name__)
 
@@ -33,6 +42,12 @@ class Case:
     model: Path
     targets: frozenset[str]  # canonical URLs of on-topic pages reachable from the seeds
     reachable: int
+    #: Groups whose pages the replay serves to this case (``None``: the whole web).
+    confine: frozenset[str] | None = None
+    #: Ground-truth labels the crawl may read (the oracles), confined like the web.
+    labels: Path | None = None
+    #: The link graph of the web the case crawls (for ``oracle-lookahead``).
+    graph: Path | None = None
 
 
 @dataclass
@@ -51,14 +66,156 @@ def _write_labels(store: ReplayStore, path: Path) -> None:
         write_labels(path, ((u, store.labels[u], store.groups.get(u)) for u in sorted(store.labels)))
 
 
+class TrackError(ValueError):
+    """A track cannot be built from what was asked (unknown group or topic, no groups): one line to the user."""
+
+
 def department_page(store: ReplayStore, university: str) -> str:
     """The university's department home page (the shortest such URL)."""
     pages = [
         u for u, label in store.labels.items() if "department" in label.split("|") and store.groups.get(u) == university
     ]
     if not pages:
-        raise ValueError(f"no department page for {university!r} in the archive")
+        raise TrackError(f"no department page for {university!r} in the archive")
     return min(pages, key=lambda u: (len(u), u))
+
+
+def group_seed(store: ReplayStore, group: str, graph: tuple[list[str], Iterable[int], Iterable[int]]) -> str:
+    """The seed of a held-out group (the documented rule).
+
+    The group's page labelled ``department`` with the shortest URL when the
+    labels have one (WebKB: the department home page); otherwise the group's
+    page with the most in-links from the group's own pages, ties by the
+    shortest URL, then alphabetically. ``graph`` is the confined store's link graph.
+    """
+    if any("department" in label.split("|") and store.groups.get(u) == group for u, label in store.labels.items()):
+        return department_page(store, group)
+    urls, src, dst = graph
+    indegree = [0] * len(urls)
+    for i, j in zip(src, dst, strict=True):
+        if i != j:
+            indegree[int(j)] += 1
+    if not urls:
+        raise TrackError(f"group {group!r} has no page the replay can serve")
+    best = min(range(len(urls)), key=lambda i: (-indegree[i], len(urls[i]), urls[i]))
+    return urls[best]
+
+
+def topic_seeds(members: set[str], graph: Mapping[str, Sequence[str]], n: int = 3) -> tuple[str, ...]:
+    """A topic's seeds (the documented rule): its ``n`` pages with the most in-links from other pages of
+    the topic, ties by URL. ``members`` and ``graph`` use the same URL spelling."""
+    count = dict.fromkeys(members, 0)
+    for source in members:
+        for target in set(graph.get(source, ())):
+            if target in count and target != source:
+                count[target] += 1
+    return tuple(sorted(count, key=lambda u: (-count[u], u))[:n])
+
+
+def train_store_critic(store: ReplayStore, groups: Collection[str], **kw: Any) -> Critic:
+    """A page critic trained on the labelled, fetched (200) pages of ``groups``; a page's first label is its class."""
+    from focused.learning.critic import Critic
+    from focused.learning.text import html_to_text
+
+    texts, labels = [], []
+    for response in store.responses():
+        if response.status != 200 or store.group_of(response.url) not in groups:
+            continue
+        label = store.label_of(response.url)
+        if not label:
+            continue
+        charset = None
+        content_type = response.header("content-type") or ""
+        if "charset=" in content_type:
+            charset = content_type.split("charset=", 1)[1].split(";")[0].strip().strip('"') or None
+        texts.append(html_to_text(response.body, charset))
+        labels.append(label.split("|")[0])
+    if len(set(labels)) < 2:
+        raise TrackError(f"the critic needs labelled pages of two classes or more in {', '.join(sorted(groups))}")
+    return Critic.train(texts, labels, metadata={"bench": "held-out groups", "groups": sorted(groups)}, **kw)
+
+
+def holdout_track(
+    name: str,
+    archive: Path,
+    cache: Path,
+    *,
+    labels: Path | None = None,
+    hold_out: Sequence[str] | None = None,
+    topics: Sequence[str] | None = None,
+) -> Track:
+    """A leave-one-group-out track on any WebKB-layout archive or WARC with a labels file.
+
+    For each held-out group the critic is trained on every *other* group's
+    labelled pages, and each topic's crawl is confined to the held-out group
+    (the replay 404s the rest) from the seed :func:`group_seed` picks. Defaults:
+    the WebKB universities and page types when the archive has them.
+    Raises :class:`TrackError` naming what is wrong and what is valid.
+    """
+    from focused.learning.critic import load_critic
+    from focused.learning.topics import UnknownTopicError
+    from focused.replay.store import StoreError
+
+    cache.mkdir(parents=True, exist_ok=True)
+    try:
+        store = open_store(archive, labels=labels)
+    except StoreError as exc:
+        raise TrackError(str(exc)) from exc
+    groups = sorted(set(store.groups.values()))
+    if not groups:
+        raise TrackError(f"{archive} has no groups to hold out: give --labels FILE with a group column")
+    if hold_out is None:
+        if not set(WEBKB_UNIVERSITIES) <= set(groups):
+            raise TrackError(f"give the groups to hold out (--hold-out); groups in {archive.name}: {', '.join(groups)}")
+        hold_out = WEBKB_UNIVERSITIES
+    unknown = [g for g in hold_out if g not in groups]
+    if unknown:
+        raise TrackError(f"unknown group(s) {', '.join(unknown)} in {archive.name}; valid: {', '.join(groups)}")
+    if len(groups) < 2:
+        raise TrackError(f"{archive.name} has one group ({groups[0]}): nothing left to train the critic on")
+    track = Track(name, store, cache / f"{name}.labels.tsv")
+    _write_labels(store, track.labels)
+    for group in hold_out:
+        model = cache / f"critic-{name}-without-{group}.npz"
+        if not model.exists():
+            others = [g for g in groups if g != group]
+            logger.info("training the critic without %s (on %s)", group, ", ".join(others))
+            train_store_critic(store, others).save(model)
+        critic = load_critic(model)
+        wanted = tuple(topics) if topics else tuple(t for t in WEBKB_TARGETS if t in critic.topics())
+        if not wanted:
+            raise TrackError(f"give the topics (--topics); valid: {', '.join(critic.topics())}")
+        confined = store.confined([group])
+        case_labels = cache / f"{name}.{group}.labels.tsv"
+        _write_labels(confined, case_labels)
+        graph_path = cache / f"{name}.{group}.graph.npz"
+        write_link_graph(confined, graph_path)
+        seed = group_seed(confined, group, load_graph(graph_path))
+        reach = reachable(confined, [seed])
+        for target in wanted:
+            try:
+                topic = critic.resolve_topic(target)
+            except UnknownTopicError as exc:
+                raise TrackError(f"unknown topic {target!r}; valid: {', '.join(critic.topics())}") from exc
+            on_topic = frozenset(
+                url for url in reach if (label := store.label_of(url)) is not None and topic.matches(label)
+            )
+            track.cases.append(
+                Case(
+                    name,
+                    group,
+                    target,
+                    (seed,),
+                    model,
+                    on_topic,
+                    len(reach),
+                    frozenset([group]),
+                    case_labels,
+                    graph_path,
+                )
+            )
+        logger.info("%s: %d pages reachable from %s", group, len(reach), seed)
+    return track
 
 
 def webkb_track(
@@ -68,36 +225,20 @@ def webkb_track(
     universities: tuple[str, ...] = WEBKB_UNIVERSITIES,
     targets: tuple[str, ...] = WEBKB_TARGETS,
 ) -> Track:
-    """Build (or reuse from ``cache``) the leave-one-university-out WebKB track."""
+    """The leave-one-university-out WebKB track (:func:`holdout_track` on the WebKB archive)."""
+    return holdout_track("webkb", archive, cache, hold_out=universities, topics=targets)
+
+
+def wiki_track(cache: Path, *, topics: Sequence[str] | None = None) -> Track:
+    """The Wikipedia track: topics of the category tree on the rendered site.
+
+    The critic is cross-fitted (a page is judged by the fold that did not
+    train on it), so the crawl is not confined. Any topic of the critic's
+    taxonomy is accepted; its seeds follow :func:`topic_seeds` on the article
+    graph (for the default topics, the seeds the track stored by the same rule).
+    """
     from focused.learning.critic import load_critic
-    from focused.training import train_webkb_critic
-
-    cache.mkdir(parents=True, exist_ok=True)
-    store = open_store(archive)
-    track = Track("webkb", store, cache / "webkb.labels.tsv")
-    _write_labels(store, track.labels)
-    for uni in universities:
-        model = cache / f"critic-webkb-without-{uni}.npz"
-        if not model.exists():
-            others = sorted({g for g in store.groups.values()} - {uni})
-            logger.info("training the critic without %s (on %s)", uni, ", ".join(others))
-            train_webkb_critic(archive, exclude=[uni]).save(model)
-        critic = load_critic(model)
-        seed = department_page(store, uni)
-        reach = reachable(store, [seed])
-        for target in targets:
-            topic = critic.resolve_topic(target)
-            on_topic = frozenset(
-                url for url in reach if (label := store.label_of(url)) is not None and topic.matches(label)
-            )
-            track.cases.append(Case("webkb", uni, target, (seed,), model, on_topic, len(reach)))
-        logger.info("%s: %d pages reachable from %s", uni, len(reach), seed)
-    return track
-
-
-def wiki_track(cache: Path, *, topics: tuple[str, ...] | None = None) -> Track:
-    """The Wikipedia track: topics of the category tree on the rendered site."""
-    from focused.learning.critic import load_critic
+    from focused.learning.topics import UnknownTopicError
     from focused.wiki.build import prepare_wiki_track, reachable_from, read_link_graph
 
     wiki = prepare_wiki_track(cache / "wiki")
@@ -105,12 +246,24 @@ def wiki_track(cache: Path, *, topics: tuple[str, ...] | None = None) -> Track:
     track = Track("wiki", store, wiki.labels)
     critic = load_critic(wiki.critic)
     graph = read_link_graph(wiki.links)  # the article graph: navigation links lead to no article
+    web_graph = write_link_graph(store, cache / "wiki" / "wiki.graph.npz")
+    articles = set(graph) | {t for ts in graph.values() for t in ts}
     for name in topics or tuple(wiki.topics):
-        topic = critic.resolve_topic(name)
-        seeds = tuple(wiki.seeds[name])
+        try:
+            topic = critic.resolve_topic(name)
+        except UnknownTopicError as exc:
+            raise TrackError(f"unknown topic {name!r}; valid: {', '.join(critic.topics())}") from exc
+        seeds = tuple(wiki.seeds.get(name, ()))
+        if not seeds:
+            members = {u for u in articles if (label := store.label_of(u)) is not None and topic.matches(label)}
+            seeds = topic_seeds(members, graph)
+            if not seeds:
+                raise TrackError(f"topic {name!r} has no page in the Wikipedia track to seed from")
         reach = {track.canonical(url) for url in reachable_from(seeds, graph)}
         on_topic = frozenset(
             url for url in reach if (label := store.label_of(url)) is not None and topic.matches(label)
         )
-        track.cases.append(Case("wiki", name.split(".")[0], name, seeds, wiki.critic, on_topic, len(reach)))
+        track.cases.append(
+            Case("wiki", name.split(".")[0], name, seeds, wiki.critic, on_topic, len(reach), graph=web_graph)
+        )
     return track

@@ -1,17 +1,20 @@
 """``focused bench``: real Scrapy crawls of replayed webs, strategies side by side.
 
 Tracks: ``webkb`` (leave-one-university-out page-type targets on the WebKB
-dev archive) and ``wiki`` (topics of the Wikispeedia category tree on a
-rendered encyclopedia site). Results go to ``results/`` (JSON, Markdown, PNG).
+dev archive, each crawl confined to its held-out university) and ``wiki``
+(topics of the Wikispeedia category tree on a rendered encyclopedia site,
+cross-fitted critic). ``--archive`` (a WARC, a folder of WARCs or a
+WebKB-layout archive) with ``--labels``, ``--hold-out`` and ``--topics`` runs
+the held-out-group track on your own labelled crawl. Results go to
+``results/`` (JSON, Markdown, PNG).
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import sys
 from pathlib import Path
-
-from focused.cli import CommandError
 
 logger = logging.getLogger(__name__)
 
@@ -26,9 +29,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--tracks", default="webkb,wiki", help="comma-separated tracks (default: webkb,wiki)")
     parser.add_argument(
         "--strategies",
-        default="bfs,baseline,apprentice,apprentice:classes,apprentice-offline,oracle",
-        help="strategies to compare; STRATEGY:first|max|mean sets how parents combine, "
-        "apprentice:classes adds the critic-class features (default: %(default)s)",
+        default="bfs,baseline,apprentice:prior,apprentice,apprentice:warm,oracle,oracle-lookahead",
+        help="strategies to compare: any registered strategy; STRATEGY:first|max|mean sets how parents combine, "
+        "apprentice:prior never switches the learner in, apprentice:warm starts from an apprentice trained on "
+        "other crawls (default: %(default)s)",
     )
     parser.add_argument(
         "--parent-study", action="store_true", help="also run baseline:first and baseline:mean (parent aggregation)"
@@ -50,7 +54,23 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--reuse", action="store_true", help="reuse finished crawls of an earlier run in the same --out folder"
     )
-    parser.add_argument("--archive", help="WebKB archive (default: ../shared/corpora/webkb-dev.tar.gz)")
+    parser.add_argument(
+        "--archive",
+        help="the web of the held-out-group track: a WARC file, a folder of WARCs or a WebKB-layout archive "
+        "(default: ../shared/corpora/webkb-dev.tar.gz); the track is named after the file",
+    )
+    parser.add_argument(
+        "--labels", help="labels TSV url<TAB>label<TAB>group for --archive (replaces the archive's own labels)"
+    )
+    parser.add_argument(
+        "--hold-out",
+        help="comma-separated groups of --archive to hold out, one at a time (default: cornell,texas,washington)",
+    )
+    parser.add_argument(
+        "--topics",
+        help="comma-separated topics of the critic for every selected track "
+        "(default: course,student,faculty,project on WebKB, the 8 bench topics on wiki)",
+    )
     parser.add_argument("--out", help="results folder (default: results/)")
     parser.add_argument(
         "-s",
@@ -64,47 +84,99 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from focused.bench.tracks import TrackError
+
+    try:
+        return _run(args)
+    except (TrackError, ValueError) as exc:  # bad input: one line, exit 1
+        print(f"focused bench: error: {exc}", file=sys.stderr)
+        return 1
+
+
+def _csv(value: str | None) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    items = tuple(v.strip() for v in value.split(",") if v.strip())
+    if not items:
+        raise ValueError(f"empty list {value!r}")
+    return items
+
+
+def check_strategies(names: tuple[str, ...]) -> None:
+    """Every name must be a registered strategy, or one with known ``:variant``s (``ValueError`` otherwise)."""
+    from focused.bench.suite import VARIANTS, split_strategy
+    from focused.strategies import STRATEGIES
+
+    if not names:
+        raise ValueError("no strategy given (--strategies)")
+    for name in names:
+        split_strategy(name)  # an unknown variant of a bench strategy raises
+        if name not in STRATEGIES and name.partition(":")[0] not in STRATEGIES:
+            raise ValueError(
+                f"unknown strategy {name!r}; valid: {', '.join(STRATEGIES)}, each optionally with "
+                f":VARIANT[+VARIANT] ({', '.join(VARIANTS)})"
+            )
+
+
+def _run(args: argparse.Namespace) -> int:
     from focused.bench.suite import PARENT_STUDY, BenchConfig, default_out, run_bench
-    from focused.bench.tracks import WEBKB_TARGETS, WEBKB_UNIVERSITIES, webkb_track, wiki_track
+    from focused.bench.tracks import WEBKB_TARGETS, WEBKB_UNIVERSITIES, holdout_track, wiki_track
     from focused.corpora.webkb import default_archive
 
     out = Path(args.out) if args.out else default_out()
     extra = {}
     for item in args.set:
         if "=" not in item:
-            raise CommandError(f"--set takes NAME=VALUE, not {item!r}")
+            raise ValueError(f"--set takes NAME=VALUE, not {item!r}")
         key, value = item.split("=", 1)
         extra[key] = value
+    strategies = tuple(s for s in args.strategies.split(",") if s) + (PARENT_STUDY if args.parent_study else ())
+    check_strategies(strategies)
+    for flag, value in (("--budget", args.budget), ("--jobs", args.jobs), ("--repeats", args.repeats)):
+        if value < 1:
+            raise ValueError(f"{flag} must be a whole number >= 1, not {value}")
     config = BenchConfig(
         out=out,
-        strategies=tuple(s for s in args.strategies.split(",") if s) + (PARENT_STUDY if args.parent_study else ()),
+        strategies=strategies,
         budget=250 if args.quick and args.budget == 1000 else args.budget,
-        jobs=max(1, args.jobs),
-        repeats=max(1, args.repeats),
+        jobs=args.jobs,
+        repeats=args.repeats,
         throughput=not (args.quick or args.no_throughput),
         extra_settings=extra,
         reuse=args.reuse,
     )
+    hold_out, topics = _csv(args.hold_out), _csv(args.topics)
+    labels = Path(args.labels) if args.labels else None
+    if labels is not None and not labels.is_file():
+        raise ValueError(f"labels file not found: {labels}")
     cache = out / "cache"
     tracks = []
-    for name in [t for t in args.tracks.split(",") if t]:
+    names = _csv(args.tracks) or ()
+    for name in names:
         if name == "webkb":
             archive = Path(args.archive) if args.archive else default_archive()
             if not archive.exists():
-                raise CommandError(f"WebKB archive not found: {archive} (set FOCUSED_CORPORA or --archive)")
-            unis = WEBKB_UNIVERSITIES[:1] if args.quick else WEBKB_UNIVERSITIES
-            targets = WEBKB_TARGETS[:2] if args.quick else WEBKB_TARGETS
-            tracks.append(webkb_track(archive, cache / "webkb", universities=unis, targets=targets))
+                raise ValueError(f"archive not found: {archive} (set FOCUSED_CORPORA or --archive)")
+            groups, targets = hold_out, topics
+            if args.quick:
+                groups, targets = (groups or WEBKB_UNIVERSITIES)[:1], (targets or WEBKB_TARGETS)[:2]
+            track_name = archive.name.split(".")[0] if args.archive else "webkb"
+            track_cache = cache / track_name
+            tracks.append(
+                holdout_track(track_name, archive, track_cache, labels=labels, hold_out=groups, topics=targets)
+            )
         elif name == "wiki":
             try:
-                track = wiki_track(cache)
+                track = wiki_track(cache, topics=topics)
             except ModuleNotFoundError as exc:
-                raise CommandError(f"the wiki track is not available in this build: {exc}") from exc
+                raise ValueError(f"the wiki track is not available in this build: {exc}") from exc
             if args.quick:
                 track.cases = track.cases[:2]
             tracks.append(track)
         else:
-            raise CommandError(f"unknown track {name!r}; valid: webkb, wiki")
+            raise ValueError(f"unknown track {name!r}; valid: webkb, wiki")
+    if (args.archive or args.labels or args.hold_out) and "webkb" not in names:
+        raise ValueError("--archive, --labels and --hold-out define the held-out-group track: add --tracks webkb")
     result = run_bench(config, tracks)
     print(f"Results: {out / 'bench.md'}, {out / 'bench.json'}, plots: {', '.join(result.get('plots', []))}")
     return 0

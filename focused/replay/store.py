@@ -228,6 +228,22 @@ class ReplayStore:
         logger.info("loaded %d distinct URLs from %d WARC file(s)", len(store), len(paths))
         return store
 
+    def confined(self, groups: Collection[str]) -> ReplayStore:
+        """A store serving only the pages of ``groups`` (everything else is a 404).
+
+        The benchmark's confinement: a crawl of a held-out group never gets a
+        page of the groups its critic was trained on. The responses are shared,
+        not copied; labels and groups are kept for the pages served.
+        """
+        wanted = _as_set(groups) or set()
+        # a labels file may name a page by an alias (dir/ for dir/index.html): resolve to the stored key
+        stored_group = {self._label_key(k): g for k, g in self.groups.items()}
+        view = ReplayStore()
+        view._responses = {k: r for k, r in self._responses.items() if stored_group.get(k) in wanted}
+        view.labels = {k: v for k, v in self.labels.items() if self._label_key(k) in view._responses}
+        view.groups = {k: v for k, v in self.groups.items() if self._label_key(k) in view._responses}
+        return view
+
     def restrict_to_groups(self, groups: Collection[str]) -> None:
         """Drop every response whose group is not in ``groups``."""
         wanted = _as_set(groups) or set()
