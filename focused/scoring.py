@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.http import Request, Response, TextResponse
 
 from focused.items import PageItem
-from focused.learning.text import html_to_text
+from focused.learning.htmlpage import ParsedPage, parse_page
 from focused.priority import score_to_priority
 from focused.runtime import CrawlRuntime
 from focused.scheduler import PAYLOAD_META_KEY
@@ -23,6 +23,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SCORE_META_KEY = "focused_score"
+#: The page's :class:`~focused.learning.htmlpage.ParsedPage`, from the spider to this middleware (one parse a page).
+PARSED_META_KEY = "focused_parsed"
 
 
 class LinkScoringMiddleware:
@@ -52,19 +54,23 @@ class LinkScoringMiddleware:
             if isinstance(obj, PageItem) and obj.url == response.url:
                 item = obj
             yield obj
+        parsed = response.meta.pop(PARSED_META_KEY, None)
         if not requests:
             return
-        for request in self._score(response, item, requests):
+        for request in self._score(response, item, requests, parsed):
             yield request
 
-    def _score(self, response: Response, item: PageItem | None, requests: list[Request]) -> list[Request]:
+    def _score(
+        self, response: Response, item: PageItem | None, requests: list[Request], parsed: ParsedPage | None
+    ) -> list[Request]:
         if item is not None:
             verdict = self.runtime.judge(item.url, item.text or "")
             html = item.html or ""
         else:
             html = response.text if isinstance(response, TextResponse) else ""
-            verdict = self.runtime.judge(response.url, html_to_text(html))
-        page = FetchedPage(response.url, int(response.meta.get("depth", 0)), verdict, html)
+            parsed = parse_page(html)
+            verdict = self.runtime.judge(response.url, parsed.text)
+        page = FetchedPage(response.url, int(response.meta.get("depth", 0)), verdict, html, parsed)
         scored = self.runtime.strategy.score(page, [r.url for r in requests])
         for request, score in zip(requests, scored.scores, strict=True):
             request.priority = score_to_priority(score)

@@ -18,22 +18,25 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Iterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlparse, urlsplit
 
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
-from scrapy.linkextractors import LinkExtractor
+from scrapy.linkextractors import IGNORED_EXTENSIONS
+from w3lib.url import safe_url_string
 
 from focused.errors import ConfigError
 from focused.frontier.settings import uses_redis
 from focused.items import PageItem
 from focused.jobs import SCRAPYD_ARGUMENTS, apply_job
-from focused.learning.text import html_to_text
+from focused.learning.htmlpage import ParsedPage, parse_page
+from focused.learning.linkfeatures import resolve_links
 from focused.priority import SEED_PRIORITY
 from focused.profiles import apply_profile
 from focused.redis_seeds import RedisSeeds
 from focused.runtime import CrawlRuntime, project_path
+from focused.scoring import PARSED_META_KEY
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -139,38 +142,76 @@ class FocusedSpider(scrapy.Spider):
             self.crawler.stats.inc_value("focused/skipped/non_html")
             return
         html = response.text
-        links = self._links(response) if "html" in content_type or not content_type else []
+        # the one parse of the page: links, title, visible text, and the DOM leaves the apprentice reads
+        parsed = parse_page(html)
+        response.meta[PARSED_META_KEY] = parsed  # taken by the link scoring middleware
+        links = self._links(response, parsed) if "html" in content_type or not content_type else []
         yield PageItem(
             url=response.url,
             status=response.status,
             depth=int(response.meta.get("depth", 0)),
             parent=response.meta.get(PARENT_META_KEY),
             content_type=content_type.split(";")[0],
-            title=(response.xpath("//title/text()").get() or "").strip(),
+            title=parsed.title.strip(),
             links=links,
             redirect_urls=list(response.meta.get("redirect_urls", [])),
-            text=html_to_text(html),
+            text=parsed.text,
             html=html,
         )
         for url in links:
             yield scrapy.Request(url, callback=self.parse, meta={PARENT_META_KEY: response.url})
 
-    _extractor = LinkExtractor(unique=True)
-
-    def _links(self, response: TextResponse) -> list[str]:
+    def _links(self, response: TextResponse, parsed: ParsedPage | None = None) -> list[str]:
         """The page's http(s) outlinks, once each, in document order, without itself.
 
-        A link without a usable host (``http:// www.x.com``, ``http://%20/x``) is
-        dropped here: the downloader would fail on it with an error per link.
+        The links Scrapy's ``LinkExtractor(unique=True)`` would give (percent-encoded
+        with the page's encoding, without the extensions it ignores), read from the
+        page's one parse. A link without a usable host (``http:// www.x.com``,
+        ``http://%20/x``) is dropped here: the downloader would fail on it with an
+        error per link.
         """
+        if parsed is None:
+            parsed = parse_page(response.text)
         own = response.url.split("#", 1)[0]
-        links = []
-        for link in self._extractor.extract_links(response):
-            url = link.url.split("#", 1)[0]
-            parts = urlsplit(url)
-            if url != own and parts.scheme in ("http", "https") and _valid_host(parts.hostname):
-                links.append(url)
-        return list(dict.fromkeys(links))
+        encoding = response.encoding
+        links: dict[str, None] = {}
+        for resolved in resolve_links(parsed, response.url):
+            if resolved is None:
+                continue
+            url = _accepted(resolved, encoding)
+            if url is not None and url != own:
+                links[url] = None
+        return list(links)
+
+
+_DENIED_EXTENSIONS = tuple(f".{ext}" for ext in IGNORED_EXTENSIONS)
+_accepted_memo: dict[tuple[str, str], str | None] = {}
+_MEMO_SIZE = 100_000
+
+
+def _accepted(url: str, encoding: str) -> str | None:
+    """``url`` as Scrapy's link extractor would request it, or None if it is not followed (memoised)."""
+    key = (url, encoding)
+    if key in _accepted_memo:
+        return _accepted_memo[key]
+    try:
+        safe: str | None = safe_url_string(url, encoding=encoding).split("#", 1)[0]
+    except ValueError:
+        safe = None
+    try:
+        parts = urlparse(safe) if safe is not None else None
+    except ValueError:  # e.g. an invalid IPv6 host
+        safe = parts = None
+    if parts is not None and (
+        parts.scheme not in ("http", "https")
+        or not _valid_host(parts.hostname)
+        or parts.path.lower().endswith(_DENIED_EXTENSIONS)
+    ):
+        safe = None
+    if len(_accepted_memo) >= _MEMO_SIZE:
+        _accepted_memo.clear()
+    _accepted_memo[key] = safe
+    return safe
 
 
 def _valid_host(host: str | None) -> bool:
