@@ -7,6 +7,9 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy.http import Request, Response, TextResponse
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import task
+from twisted.internet.threads import deferToThread
 
 from focused.items import PageItem
 from focused.learning.htmlpage import ParsedPage, parse_page
@@ -25,6 +28,12 @@ logger = logging.getLogger(__name__)
 SCORE_META_KEY = "focused_score"
 #: The page's :class:`~focused.learning.htmlpage.ParsedPage`, from the spider to this middleware (one parse a page).
 PARSED_META_KEY = "focused_parsed"
+#: A page with more links than this is scored in a worker thread, so that the reactor goes on meanwhile...
+THREAD_LINKS = 500
+#: ...and its requests are scheduled this many per reactor turn (about 30 ms of work).
+SCHEDULE_CHUNK = 100
+#: The critic judges a longer visible text in a worker thread.
+THREAD_TEXT_CHARS = 200_000
 
 
 class LinkScoringMiddleware:
@@ -53,11 +62,23 @@ class LinkScoringMiddleware:
                 continue
             if isinstance(obj, PageItem) and obj.url == response.url:
                 item = obj
+                if len(obj.text or "") > THREAD_TEXT_CHARS:  # the critic's verdict, memoised for the pipeline
+                    await maybe_deferred_to_future(deferToThread(self.runtime.judge, obj.url, obj.text or ""))
             yield obj
         parsed = response.meta.pop(PARSED_META_KEY, None)
         if not requests:
             return
-        for request in self._score(response, item, requests, parsed):
+        if len(requests) <= THREAD_LINKS:
+            for request in self._score(response, item, requests, parsed):
+                yield request
+            return
+        # a page of thousands of links: scored off the reactor thread, scheduled a chunk per reactor turn
+        from twisted.internet import reactor  # the one Scrapy installed (importing it earlier would install one)
+
+        scored = await maybe_deferred_to_future(deferToThread(self._score, response, item, requests, parsed))
+        for i, request in enumerate(scored):
+            if i and i % SCHEDULE_CHUNK == 0:
+                await maybe_deferred_to_future(task.deferLater(reactor, 0, lambda: None))
             yield request
 
     def _score(

@@ -59,6 +59,10 @@ class MemoryStore:
     def rescore(self, rescorer: Rescorer) -> int:
         return self.heap.rescore(lambda entries: rescorer([[p for p in e.payloads if p is not None] for e in entries]))
 
+    def drop_lowest(self, n: int) -> int:
+        """Drop the ``n`` lowest-priority waiting entries (they stay seen); returns how many."""
+        return len(self.heap.drop_lowest(n))
+
     def seen(self, key: str) -> bool:
         return key in self._seen
 

@@ -82,6 +82,12 @@ class ParsedPage:
     #: (base URL, resolved URL of each link or None) memoised by :func:`~focused.learning.linkfeatures.resolve_links`
     resolved: tuple[str, list[str | None]] | None = None
 
+    def truncate(self, n_links: int) -> None:
+        """Keep only the first ``n_links`` links (a page cut at the crawl's cap of links per page)."""
+        del self.links[n_links:]
+        if self.resolved is not None:
+            del self.resolved[1][n_links:]
+
 
 def _parser(kind: str) -> etree.HTMLParser:
     """This thread's parser for ``str`` input, or (``kind="utf-8"``) for UTF-8 bytes."""
@@ -331,7 +337,7 @@ class _Stream(HTMLParser):
         leaves = self.page.leaves
         if tag in BLOCK and not self.text_skip:
             self.parts.append(BREAK)
-        if self.leaf_skip:
+        if self.leaf_skip or tag in LEAF_SKIP:  # a skipped element is no leaf either
             return
         if len(leaves) == start:
             leaves.append("")

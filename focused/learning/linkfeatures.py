@@ -177,21 +177,26 @@ def extract_link_features(
     return page
 
 
-def resolve_links(parsed: ParsedPage, base_url: str) -> list[str | None]:
-    """The absolute http(s) URL (no fragment) of each of ``parsed.links``, or None; memoised on ``parsed``."""
-    if parsed.resolved is not None and parsed.resolved[0] == base_url:
-        return parsed.resolved[1]
+def resolve_links(parsed: ParsedPage, base_url: str, upto: int | None = None) -> list[str | None]:
+    """The absolute http(s) URL (no fragment) of each of ``parsed.links`` (the first ``upto``), or None.
+
+    Memoised on ``parsed``: a later call resolves only the links not resolved yet.
+    """
+    upto = len(parsed.links) if upto is None else min(upto, len(parsed.links))
+    if parsed.resolved is None or parsed.resolved[0] != base_url:
+        parsed.resolved = (base_url, [])
+    out = parsed.resolved[1]
+    if len(out) >= upto:
+        return out
     base = base_url.partition("#")[0]
     if parsed.base_href:
         base = urljoin(base, parsed.base_href.strip()).partition("#")[0]
     resolved: dict[str, str | None] = {}
-    out: list[str | None] = []
-    for href, _, _ in parsed.links:
+    for href, _, _ in parsed.links[len(out) : upto]:
         url = resolved.get(href, "")
         if url == "":
             url = resolved[href] = _resolve(base, href)
         out.append(url)
-    parsed.resolved = (base_url, out)
     return out
 
 

@@ -16,7 +16,7 @@ Spider arguments are shorthands for settings (``-a topic=X`` is
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlparse, urlsplit
 
@@ -24,6 +24,8 @@ import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import IGNORED_EXTENSIONS
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
 from w3lib.url import safe_url_string
 
 from focused.errors import ConfigError
@@ -57,6 +59,8 @@ ARGUMENT_SETTINGS = {
 }
 
 _PAGE_TYPES = ("text/html", "application/xhtml", "text/plain")
+#: Pages longer than this (characters) are parsed in a worker thread: a 5 MB page takes seconds.
+THREAD_PAGE_CHARS = 500_000
 PARENT_META_KEY = "focused_parent"
 
 
@@ -83,6 +87,8 @@ class FocusedSpider(scrapy.Spider):
 
     name = "focused"
     seeds: list[str]
+    #: FOCUSED_MAX_LINKS_PER_PAGE (0: no cap)
+    max_links: int = 3000
     redis_seeds: RedisSeeds | None = None
 
     @classmethod
@@ -108,6 +114,7 @@ class FocusedSpider(scrapy.Spider):
             crawler.signals.connect(spider.redis_seeds.on_idle, signal=signals.spider_idle)
             crawler.signals.connect(spider.redis_seeds.close, signal=signals.spider_closed)
         spider.seeds = spider._configured_seeds()
+        spider.max_links = crawler.settings.getint("FOCUSED_MAX_LINKS_PER_PAGE", 3000)
         return spider
 
     def _configured_seeds(self) -> list[str]:
@@ -136,16 +143,21 @@ class FocusedSpider(scrapy.Spider):
             for request in self.redis_seeds.requests():
                 yield request
 
-    def parse(self, response: Response) -> Iterator[PageItem | scrapy.Request]:
+    async def parse(self, response: Response) -> AsyncIterator[PageItem | scrapy.Request]:
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
         if not isinstance(response, TextResponse) or (content_type and not content_type.startswith(_PAGE_TYPES)):
             self.crawler.stats.inc_value("focused/skipped/non_html")
             return
         html = response.text
-        # the one parse of the page: links, title, visible text, and the DOM leaves the apprentice reads
-        parsed = parse_page(html)
+        follow = "html" in content_type or not content_type
+        if len(html) > THREAD_PAGE_CHARS:  # seconds of parsing: off the reactor thread
+            parsed, links, over = await maybe_deferred_to_future(deferToThread(self._read, response, html, follow))
+        else:
+            parsed, links, over = self._read(response, html, follow)
+        if over:
+            self.crawler.stats.inc_value("focused/links/over_cap", over)
+            self.crawler.stats.inc_value("focused/links/capped_pages")
         response.meta[PARSED_META_KEY] = parsed  # taken by the link scoring middleware
-        links = self._links(response, parsed) if "html" in content_type or not content_type else []
         yield PageItem(
             url=response.url,
             status=response.status,
@@ -161,27 +173,47 @@ class FocusedSpider(scrapy.Spider):
         for url in links:
             yield scrapy.Request(url, callback=self.parse, meta={PARENT_META_KEY: response.url})
 
+    def _read(self, response: TextResponse, html: str, follow: bool) -> tuple[ParsedPage, list[str], int]:
+        """The one parse of the page (links, title, visible text, DOM leaves), its outlinks, and the
+        ``<a href>`` left unread beyond the cap of ``FOCUSED_MAX_LINKS_PER_PAGE`` links."""
+        parsed = parse_page(html)
+        if not follow:
+            return parsed, [], 0
+        links, over = self._take_links(response, parsed)
+        return parsed, links, over
+
     def _links(self, response: TextResponse, parsed: ParsedPage | None = None) -> list[str]:
-        """The page's http(s) outlinks, once each, in document order, without itself.
+        """The page's http(s) outlinks, once each, in document order, without itself (see :meth:`_take_links`)."""
+        return self._take_links(response, parse_page(response.text) if parsed is None else parsed)[0]
+
+    def _take_links(self, response: TextResponse, parsed: ParsedPage) -> tuple[list[str], int]:
+        """The page's outlinks (at most ``max_links``) and how many ``<a href>`` were left unread.
 
         The links Scrapy's ``LinkExtractor(unique=True)`` would give (percent-encoded
         with the page's encoding, without the extensions it ignores), read from the
         page's one parse. A link without a usable host (``http:// www.x.com``,
         ``http://%20/x``) is dropped here: the downloader would fail on it with an
-        error per link.
+        error per link. Past the cap the page is cut (``parsed`` keeps only the
+        anchors read), so that no later stage works on the links not taken.
         """
-        if parsed is None:
-            parsed = parse_page(response.text)
         own = response.url.split("#", 1)[0]
         encoding = response.encoding
         links: dict[str, None] = {}
-        for resolved in resolve_links(parsed, response.url):
-            if resolved is None:
-                continue
-            url = _accepted(resolved, encoding)
-            if url is not None and url != own:
-                links[url] = None
-        return list(links)
+        cap = self.max_links or len(parsed.links)
+        read = 0
+        while read < len(parsed.links) and len(links) < cap:
+            upto = min(len(parsed.links), read + cap - len(links))  # resolve only what may be taken
+            for resolved in resolve_links(parsed, response.url, upto)[read:upto]:
+                if resolved is None:
+                    continue
+                url = _accepted(resolved, encoding)
+                if url is not None and url != own:
+                    links[url] = None
+            read = upto
+        over = len(parsed.links) - read
+        if over:
+            parsed.truncate(read)
+        return list(links), over
 
 
 _DENIED_EXTENSIONS = tuple(f".{ext}" for ext in IGNORED_EXTENSIONS)
