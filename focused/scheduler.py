@@ -97,6 +97,10 @@ def _unless_the_store_fails(default: Any) -> Callable[[Callable[..., T]], Callab
     return wrap
 
 
+#: The crawler attribute that holds its :class:`FocusedScheduler`.
+SCHEDULER_ATTR = "_focused_scheduler"
+
+
 class FocusedScheduler:
     """Best-first scheduler over a frontier store (see the module docstring)."""
 
@@ -130,6 +134,7 @@ class FocusedScheduler:
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         scheduler = cls(crawler, job_dir(crawler.settings))
+        setattr(crawler, SCHEDULER_ATTR, scheduler)  # for focused.scoring's early drop of settled links
         crawler.signals.connect(scheduler._on_rescore, signal=signals.rescore_frontier)
         crawler.signals.connect(scheduler._on_crawldb_opened, signal=signals.crawldb_opened)
         if scheduler.store_name == "redis":
@@ -240,6 +245,18 @@ class FocusedScheduler:
         dropped = drop(size - self.max_size)
         self.stats.inc_value("focused/frontier/dropped", dropped)
         return len(self.store)
+
+    def settled(self, request: Request) -> bool:
+        """Whether ``request`` would be dropped as fetched or being fetched (False if the store cannot tell)."""
+        if request.dont_filter or self._store_error is not None:
+            return False
+        settled = getattr(self.store, "settled", None)  # the Redis store cannot tell cheaply
+        if settled is None:
+            return False
+        if settled(self._fingerprint(request).hex()):
+            self._log_duplicate(request)
+            return True
+        return False
 
     def _log_duplicate(self, request: Request) -> None:
         self.stats.inc_value("dupefilter/filtered")

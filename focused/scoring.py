@@ -15,7 +15,7 @@ from focused.items import PageItem
 from focused.learning.htmlpage import ParsedPage, parse_page
 from focused.priority import score_to_priority
 from focused.runtime import CrawlRuntime
-from focused.scheduler import PAYLOAD_META_KEY
+from focused.scheduler import PAYLOAD_META_KEY, SCHEDULER_ATTR
 from focused.strategies import FetchedPage
 
 if TYPE_CHECKING:
@@ -69,17 +69,26 @@ class LinkScoringMiddleware:
         if not requests:
             return
         if len(requests) <= THREAD_LINKS:
-            for request in self._score(response, item, requests, parsed):
+            for request in self._unsettled(self._score(response, item, requests, parsed)):
                 yield request
             return
         # a page of thousands of links: scored off the reactor thread, scheduled a chunk per reactor turn
         from twisted.internet import reactor  # the one Scrapy installed (importing it earlier would install one)
 
         scored = await maybe_deferred_to_future(deferToThread(self._score, response, item, requests, parsed))
-        for i, request in enumerate(scored):
+        for i, request in enumerate(self._unsettled(scored)):
             if i and i % SCHEDULE_CHUNK == 0:
                 await maybe_deferred_to_future(task.deferLater(reactor, 0, lambda: None))
             yield request
+
+    def _unsettled(self, requests: list[Request]) -> list[Request]:
+        """The scored requests the scheduler would not drop: links to pages fetched or being fetched
+        (their features went to the apprentice) stop here, before the engine and the other middlewares
+        (counted as the scheduler counts them, in ``dupefilter/filtered``)."""
+        scheduler = getattr(self.crawler, SCHEDULER_ATTR, None)
+        if scheduler is None:
+            return requests
+        return [r for r in requests if not scheduler.settled(r)]
 
     def _score(
         self, response: Response, item: PageItem | None, requests: list[Request], parsed: ParsedPage | None

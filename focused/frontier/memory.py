@@ -66,6 +66,10 @@ class MemoryStore:
     def seen(self, key: str) -> bool:
         return key in self._seen
 
+    def settled(self, key: str) -> bool:
+        """Whether ``key`` is in flight or done (a push of it would be dropped)."""
+        return key in self._seen and key not in self.heap
+
     def __len__(self) -> int:
         return len(self.heap)
 

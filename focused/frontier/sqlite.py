@@ -275,6 +275,10 @@ class SQLiteStore:
     def seen(self, key: str) -> bool:
         return self.conn.execute("SELECT 1 FROM urls WHERE key = ?", (key,)).fetchone() is not None
 
+    def settled(self, key: str) -> bool:
+        """Whether ``key`` is in flight or done (a push of it would be dropped)."""
+        return self.conn.execute("SELECT 1 FROM urls WHERE key = ? AND state > 0", (key,)).fetchone() is not None
+
     def __len__(self) -> int:
         return self._waiting
 
