@@ -21,6 +21,7 @@ COMMAND_MODULES = (
     "bench",
     "bench_frontier",
     "bench_distributed",
+    "bench_speed",
     "wiki",
     "apprentice",
     "convert",

@@ -9,6 +9,7 @@ extension schedules a tick every 50 ms and records the worst lateness in
 
 from __future__ import annotations
 
+import logging
 import time
 from typing import TYPE_CHECKING
 
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 TICK_SECONDS = 0.05
+logger = logging.getLogger(__name__)
 
 
 class ReactorLag:
@@ -49,6 +51,7 @@ class ReactorLag:
         self._last = now
         if lag > 0.1:
             self.stats.inc_value("focused/reactor/lags_over_100ms")
+            logger.debug("The reactor was %.0f ms late", 1000 * lag)
         if lag > self._worst:
             self._worst = lag
             self.stats.set_value("focused/reactor/max_lag_ms", round(1000 * lag, 1))

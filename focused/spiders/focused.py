@@ -60,7 +60,7 @@ ARGUMENT_SETTINGS = {
 
 _PAGE_TYPES = ("text/html", "application/xhtml", "text/plain")
 #: Pages longer than this (characters) are parsed in a worker thread: a 5 MB page takes seconds.
-THREAD_PAGE_CHARS = 500_000
+THREAD_PAGE_CHARS = 200_000
 PARENT_META_KEY = "focused_parent"
 
 
