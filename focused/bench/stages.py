@@ -4,7 +4,8 @@
 replay's pages in this process and times each with ``time.process_time``;
 :func:`memory_study` pushes waiting URLs through a real
 :class:`~focused.scheduler.FocusedScheduler` in a fresh subprocess
-(``python -m focused.bench.stages memory N L``) and reports its memory.
+(``python -m focused.bench.stages memory N L``) and reports the growth of its
+resident set per URL and its peak (``/proc/self/status``).
 """
 
 from __future__ import annotations
@@ -137,8 +138,6 @@ def memory_study(waiting: int = 100_000, payload_ids: int = 100) -> dict[str, An
 
 
 def _memory_child(waiting: int, payload_ids: int) -> dict[str, Any]:
-    import tracemalloc
-
     from scrapy import Request
     from scrapy.utils.test import get_crawler
 
@@ -153,18 +152,15 @@ def _memory_child(waiting: int, payload_ids: int) -> dict[str, Any]:
     crawler = get_crawler(FocusedSpider, {"FOCUSED_FRONTIER_STORE": "memory", "FOCUSED_FRONTIER_MAX_SIZE": 0})
     scheduler = FocusedScheduler.from_crawler(crawler)
     scheduler.open(FocusedSpider.__new__(FocusedSpider))
-    baseline = vm_hwm_kb()
+    baseline, before = vm_hwm_kb(), _vm_rss_kb()
     rng = np.random.default_rng(0)
-    tracemalloc.start()
-    before = tracemalloc.get_traced_memory()[0]
     for i in range(waiting):
         ids = np.sort(rng.integers(0, 2**20, size=payload_ids)).astype(np.int32)
         payload = LinkPayload(ids, rng.random(2).astype(np.float32))
         parent = f"http://wikischools.test/wiki/Parent_{i // 50}"
         meta = {PARENT_META_KEY: parent, PAYLOAD_META_KEY: payload}
         scheduler.enqueue_request(Request(f"http://wikischools.test/wiki/Article_number_{i}", meta=meta, priority=i))
-    used = tracemalloc.get_traced_memory()[0] - before
-    tracemalloc.stop()
+    used = 1024 * (_vm_rss_kb() - before)
     peak = vm_hwm_kb()
     return {
         "waiting": len(scheduler),
@@ -174,6 +170,13 @@ def _memory_child(waiting: int, payload_ids: int) -> dict[str, Any]:
         "baseline_rss_mb": round(baseline / 1024, 1),
         "peak_rss_mb": round(peak / 1024, 1),
     }
+
+
+def _vm_rss_kb() -> int:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    return 0
 
 
 if __name__ == "__main__":

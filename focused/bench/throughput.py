@@ -229,7 +229,8 @@ def markdown(result: dict[str, Any]) -> str:
     mem, hostile = result["memory"], result["hostile"]
     lines += [
         "",
-        f"Memory: {mem['bytes_per_waiting_url']:,} bytes per waiting URL (request, payload, seen-set; "
+        f"Memory: {mem['bytes_per_waiting_url']:,} bytes per waiting URL (resident set growth: request, payload, "
+        "seen-set; "
         f"{mem['waiting']:,} URLs, {mem['parents']} parent each); a process with the crawl's components "
         f"and {mem['waiting']:,} waiting URLs peaks at {mem['peak_rss_mb']} MB RSS ({mem['baseline_rss_mb']} MB "
         "before the URLs).",
@@ -244,7 +245,8 @@ def markdown(result: dict[str, Any]) -> str:
 
 
 def hostile_page(cache: Path, links: int) -> dict[str, Any]:
-    """A crawl whose seed has ``links`` links (under 5 MiB: ``<a href=/p/N>N</a>``) against one whose seed has one."""
+    """A crawl whose seed has ``links`` links (``<a href=/pN>x</a>``: 4 MB for 200,000, under the 5 MiB
+    download limit) against one whose seed has one."""
     from focused.replay import ReplayServer, ReplayStore, StoredResponse
 
     host = "http://hostile.test"
@@ -252,7 +254,7 @@ def hostile_page(cache: Path, links: int) -> dict[str, Any]:
     out: dict[str, Any] = {"links": links}
     for kind, n in (("baseline", 1), ("hostile", links)):
         store = ReplayStore()
-        anchors = "".join(f"<a href=/p/{i}>{i}</a>" for i in range(n))
+        anchors = "".join(f"<a href=/p{i}>x</a>" for i in range(n))
         body = f"<html><head><title>links</title></head><body><p>physics energy</p>{anchors}</body></html>"
         store.add(StoredResponse(host + "/", 200, headers, body.encode()), label="Science.Physics", group="h")
         with ReplayServer(store) as server:
