@@ -33,9 +33,9 @@ AGGREGATIONS = ("first", "max", "mean")
 TIEBREAKS = ("fifo", "random")
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry(Generic[T]):
-    """One waiting URL."""
+    """One waiting URL (slots: a frontier holds hundreds of thousands)."""
 
     key: str
     item: T
