@@ -8,7 +8,7 @@ PAGES ?= 300
 BENCH_ARGS ?=
 
 
-.PHONY: help install install-redis install-chromium crawl demo test bench bench-quick bench-frontier bench-distributed bench-traps bench-features models lint format clean
+.PHONY: help install install-redis install-chromium crawl demo test bench bench-quick bench-frontier bench-distributed bench-traps bench-speed bench-features models lint format clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -51,11 +51,15 @@ demo: crawl  ## same as `make crawl`
 test: install  ## run the whole test suite
 	$(PYTHON) -m pytest -q
 
-bench: install  ## run the benchmarks (results/ gets JSON, Markdown and plots), then bench-frontier, -distributed, -traps
+bench: install  ## run the benchmarks (results/ gets JSON, Markdown and plots), then bench-frontier, -distributed, -traps, -speed
 	$(PYTHON) -m focused bench $(BENCH_ARGS)
 	$(PYTHON) -m focused bench-frontier --out results/frontier
 	$(PYTHON) -m focused bench-distributed --out results/distributed
 	$(PYTHON) -m focused bench-traps --out results/traps
+	$(PYTHON) -m focused bench-speed --out results/speed
+
+bench-speed: install  ## pages/s and CPU per page vs plain Scrapy on the all-200 Wikipedia replay, stages, memory (results/speed)
+	$(PYTHON) -m focused bench-speed --out results/speed
 
 bench-frontier: install  ## frontier stores: throughput, re-scoring, kill -9 and resume (results/frontier)
 	$(PYTHON) -m focused bench-frontier --out results/frontier

@@ -23,6 +23,7 @@ COMMAND_MODULES = (
     "bench_frontier",
     "bench_distributed",
     "bench_traps",
+    "bench_speed",
     "wiki",
     "apprentice",
     "convert",

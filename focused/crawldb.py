@@ -147,7 +147,8 @@ class CrawlDB:
         links: list[str] | tuple[str, ...] = (),
         html: str | None = None,
     ) -> None:
-        blob = zlib.compress(html.encode("utf-8"), 6) if (html and self.store_html) else None
+        # compressed by the writer thread (zlib releases the GIL), not on the caller's (the reactor's)
+        blob = html if (html and self.store_html) else None
         row = (
             url,
             fetch_order,
@@ -234,6 +235,8 @@ class CrawlDB:
                     conn.executemany("INSERT OR REPLACE INTO crawl VALUES (?, ?)", list(data.items()))
                 elif kind == "page":
                     row, links = data
+                    if row[-1] is not None:
+                        row = (*row[:-1], zlib.compress(row[-1].encode("utf-8"), 6))
                     conn.execute("DELETE FROM links WHERE src = ?", (row[0],))  # a re-fetch after a resume
                     conn.execute("INSERT OR REPLACE INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row)
                     conn.executemany(

@@ -97,6 +97,10 @@ def _unless_the_store_fails(default: Any) -> Callable[[Callable[..., T]], Callab
     return wrap
 
 
+#: The crawler attribute that holds its :class:`FocusedScheduler`.
+SCHEDULER_ATTR = "_focused_scheduler"
+
+
 class FocusedScheduler:
     """Best-first scheduler over a frontier store (see the module docstring)."""
 
@@ -123,10 +127,14 @@ class FocusedScheduler:
         self._idle_since: float | None = None
         self._wake: DelayedCall | None = None
         self._store_error: StoreError | None = None
+        #: FOCUSED_FRONTIER_MAX_SIZE (0: no cap)
+        self.max_size = settings.getint("FOCUSED_FRONTIER_MAX_SIZE", 0)
+        self._cap_warned = False
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
         scheduler = cls(crawler, job_dir(crawler.settings))
+        setattr(crawler, SCHEDULER_ATTR, scheduler)  # for focused.scoring's early drop of settled links
         crawler.signals.connect(scheduler._on_rescore, signal=signals.rescore_frontier)
         crawler.signals.connect(scheduler._on_crawldb_opened, signal=signals.crawldb_opened)
         if scheduler.store_name == "redis":
@@ -199,6 +207,8 @@ class FocusedScheduler:
             self.stats.inc_value("focused/frontier/merged")
             return False
         size = len(self.store)
+        if self.max_size and size > self.max_size + self.max_size // 100:
+            size = self._drop_lowest(size)
         self.stats.inc_value("scheduler/enqueued")
         self.stats.set_value("focused/frontier/size", size)
         self.stats.max_value("focused/frontier/max_size", size)
@@ -222,6 +232,31 @@ class FocusedScheduler:
         self.stats.inc_value("scheduler/dequeued")
         self.stats.set_value("focused/frontier/size", len(self.store))
         return request
+
+    def _drop_lowest(self, size: int) -> int:
+        """Over FOCUSED_FRONTIER_MAX_SIZE (by 1%, so that this runs once per 1% of growth): drop the
+        lowest-priority waiting URLs down to the cap. Returns the new size."""
+        drop = getattr(self.store, "drop_lowest", None)
+        if drop is None:  # the Redis store has no cap
+            if not self._cap_warned:
+                logger.warning("FOCUSED_FRONTIER_MAX_SIZE is not applied by the %s frontier store", self.store_name)
+                self._cap_warned = True
+            return size
+        dropped = drop(size - self.max_size)
+        self.stats.inc_value("focused/frontier/dropped", dropped)
+        return len(self.store)
+
+    def settled(self, request: Request) -> bool:
+        """Whether ``request`` would be dropped as fetched or being fetched (False if the store cannot tell)."""
+        if request.dont_filter or self._store_error is not None:
+            return False
+        settled = getattr(self.store, "settled", None)  # the Redis store cannot tell cheaply
+        if settled is None:
+            return False
+        if settled(self._fingerprint(request).hex()):
+            self._log_duplicate(request)
+            return True
+        return False
 
     def _log_duplicate(self, request: Request) -> None:
         self.stats.inc_value("dupefilter/filtered")

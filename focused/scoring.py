@@ -7,12 +7,15 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy.http import Request, Response, TextResponse
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet import task
+from twisted.internet.threads import deferToThread
 
 from focused.items import PageItem
-from focused.learning.text import html_to_text
+from focused.learning.htmlpage import ParsedPage, parse_page
 from focused.priority import score_to_priority
 from focused.runtime import CrawlRuntime
-from focused.scheduler import PAYLOAD_META_KEY
+from focused.scheduler import PAYLOAD_META_KEY, SCHEDULER_ATTR
 from focused.strategies import FetchedPage
 
 if TYPE_CHECKING:
@@ -23,6 +26,14 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SCORE_META_KEY = "focused_score"
+#: The page's :class:`~focused.learning.htmlpage.ParsedPage`, from the spider to this middleware (one parse a page).
+PARSED_META_KEY = "focused_parsed"
+#: A page with more links than this is scored in a worker thread, so that the reactor goes on meanwhile...
+THREAD_LINKS = 500
+#: ...and its requests are scheduled this many per reactor turn (about 30 ms of work).
+SCHEDULE_CHUNK = 100
+#: The critic judges a longer visible text in a worker thread.
+THREAD_TEXT_CHARS = 200_000
 
 
 class LinkScoringMiddleware:
@@ -51,20 +62,45 @@ class LinkScoringMiddleware:
                 continue
             if isinstance(obj, PageItem) and obj.url == response.url:
                 item = obj
+                if len(obj.text or "") > THREAD_TEXT_CHARS:  # the critic's verdict, memoised for the pipeline
+                    await maybe_deferred_to_future(deferToThread(self.runtime.judge, obj.url, obj.text or ""))
             yield obj
+        parsed = response.meta.pop(PARSED_META_KEY, None)
         if not requests:
             return
-        for request in self._score(response, item, requests):
+        if len(requests) <= THREAD_LINKS:
+            for request in self._unsettled(self._score(response, item, requests, parsed)):
+                yield request
+            return
+        # a page of thousands of links: scored off the reactor thread, scheduled a chunk per reactor turn
+        from twisted.internet import reactor  # the one Scrapy installed (importing it earlier would install one)
+
+        scored = await maybe_deferred_to_future(deferToThread(self._score, response, item, requests, parsed))
+        for i, request in enumerate(self._unsettled(scored)):
+            if i and i % SCHEDULE_CHUNK == 0:
+                await maybe_deferred_to_future(task.deferLater(reactor, 0, lambda: None))
             yield request
 
-    def _score(self, response: Response, item: PageItem | None, requests: list[Request]) -> list[Request]:
+    def _unsettled(self, requests: list[Request]) -> list[Request]:
+        """The scored requests the scheduler would not drop: links to pages fetched or being fetched
+        (their features went to the apprentice) stop here, before the engine and the other middlewares
+        (counted as the scheduler counts them, in ``dupefilter/filtered``)."""
+        scheduler = getattr(self.crawler, SCHEDULER_ATTR, None)
+        if scheduler is None:
+            return requests
+        return [r for r in requests if not scheduler.settled(r)]
+
+    def _score(
+        self, response: Response, item: PageItem | None, requests: list[Request], parsed: ParsedPage | None
+    ) -> list[Request]:
         if item is not None:
             verdict = self.runtime.judge(item.url, item.text or "")
             html = item.html or ""
         else:
             html = response.text if isinstance(response, TextResponse) else ""
-            verdict = self.runtime.judge(response.url, html_to_text(html))
-        page = FetchedPage(response.url, int(response.meta.get("depth", 0)), verdict, html)
+            parsed = parse_page(html)
+            verdict = self.runtime.judge(response.url, parsed.text)
+        page = FetchedPage(response.url, int(response.meta.get("depth", 0)), verdict, html, parsed)
         scored = self.runtime.strategy.score(page, [r.url for r in requests])
         for request, score in zip(requests, scored.scores, strict=True):
             request.priority = score_to_priority(score)

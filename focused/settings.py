@@ -61,6 +61,7 @@ EXTENSIONS = {
     "focused.extensions.StatsFile": 510,
     "focused.feedback.RelevanceFeedback": 520,
     "focused.choices.ChoiceLog": 530,
+    "focused.reactorlag.ReactorLag": 540,
 }
 
 # Spider output is processed by CONCURRENT_ITEMS asyncio workers created per

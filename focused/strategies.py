@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from focused.learning.critic import Topic, Verdict
+from focused.learning.htmlpage import ParsedPage
 from focused.learning.online import LinkPayload, OnlineApprentice
 
 STRATEGIES = ("bfs", "baseline", "oracle", "oracle-lookahead", "apprentice", "apprentice-offline")
@@ -27,6 +28,8 @@ class FetchedPage:
     depth: int
     verdict: Verdict
     html: str = ""
+    #: the spider's one parse of ``html`` (link features read it instead of parsing again)
+    parsed: ParsedPage | None = None
 
 
 @dataclass(frozen=True)
@@ -98,7 +101,7 @@ class ApprenticeStrategy:
 
     def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
         payloads = self.online.link_features(
-            page.url, page.html, page.verdict.relevance, page.verdict.top_classes, links
+            page.url, page.html, page.verdict.relevance, page.verdict.top_classes, links, parsed=page.parsed
         )
         self.observe_links(links, payloads)
         scores = self.online.score(payloads)

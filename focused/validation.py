@@ -237,6 +237,8 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_NEAR_DUPLICATE_BITS": whole(0, 15),
     "FOCUSED_TRAP_PATTERN_DUPLICATES": whole(0, note="0: never"),
     "FOCUSED_ORACLE_GRAPH": readable("link graph (.npz) of the replayed web, for oracle-lookahead"),
+    "FOCUSED_MAX_LINKS_PER_PAGE": whole(0, note="0: no cap"),
+    "FOCUSED_FRONTIER_MAX_SIZE": whole(0, note="0: no cap"),
     "FOCUSED_STRATEGY": Spec(_strategy, "one of the strategy registry's names (focused.strategies.STRATEGIES)"),
     "FOCUSED_CRITIC_MODEL": Spec(_critic, "a critic model file (.npz)"),
     "FOCUSED_TOPIC": Spec(_topic, "a class of the critic, a prefix of its hierarchy, or a comma-separated union"),

@@ -33,9 +33,9 @@ AGGREGATIONS = ("first", "max", "mean")
 TIEBREAKS = ("fifo", "random")
 
 
-@dataclass
+@dataclass(slots=True)
 class Entry(Generic[T]):
-    """One waiting URL."""
+    """One waiting URL (slots: a frontier holds hundreds of thousands)."""
 
     key: str
     item: T
@@ -151,6 +151,18 @@ class Frontier(Generic[T]):
         heapq.heapify(heap)
         self._heap = heap
         return changed
+
+    def drop_lowest(self, n: int) -> list[str]:
+        """Remove the ``n`` waiting entries that would be popped last; returns their keys."""
+        if n <= 0:
+            return []
+        worst = heapq.nsmallest(n, self._entries.values(), key=lambda e: (e.priority, -e.tie))
+        for entry in worst:
+            del self._entries[entry.key]
+        if len(self._heap) > 2 * len(self._entries) + 64:  # drop the stale heap slots too
+            self._heap = [(-e.priority, e.tie, e.handle, e.key) for e in self._entries.values()]
+            heapq.heapify(self._heap)
+        return [entry.key for entry in worst]
 
     def restore_entry(self, entry: Entry[T]) -> None:
         """Put a popped entry back, with its priority, tie and parents."""

@@ -59,8 +59,16 @@ class MemoryStore:
     def rescore(self, rescorer: Rescorer) -> int:
         return self.heap.rescore(lambda entries: rescorer([[p for p in e.payloads if p is not None] for e in entries]))
 
+    def drop_lowest(self, n: int) -> int:
+        """Drop the ``n`` lowest-priority waiting entries (they stay seen); returns how many."""
+        return len(self.heap.drop_lowest(n))
+
     def seen(self, key: str) -> bool:
         return key in self._seen
+
+    def settled(self, key: str) -> bool:
+        """Whether ``key`` is in flight or done (a push of it would be dropped)."""
+        return key in self._seen and key not in self.heap
 
     def __len__(self) -> int:
         return len(self.heap)

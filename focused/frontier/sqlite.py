@@ -210,6 +210,20 @@ class SQLiteStore:
         self._wrote(len(rows))
         return [Popped(key, self.decode(item), priority, attempts) for _, key, item, priority, attempts in rows]
 
+    def drop_lowest(self, n: int) -> int:
+        """Drop the ``n`` lowest-priority waiting entries: they become done (seen, never fetched)."""
+        if n <= 0:
+            return 0
+        self._begin()
+        dropped = self.conn.execute(
+            "UPDATE urls SET state = 2, item = NULL, payloads = NULL WHERE rowid IN "
+            "(SELECT rowid FROM urls WHERE state = 0 ORDER BY priority ASC, tie DESC LIMIT ?)",
+            (n,),
+        ).rowcount
+        self._waiting -= dropped
+        self._wrote(dropped)
+        return dropped
+
     def ack_many(self, keys: Iterable[str]) -> None:
         self._settle(keys, "UPDATE urls SET state = 2, item = NULL, payloads = NULL WHERE key = ? AND state = 1")
 
@@ -260,6 +274,10 @@ class SQLiteStore:
 
     def seen(self, key: str) -> bool:
         return self.conn.execute("SELECT 1 FROM urls WHERE key = ?", (key,)).fetchone() is not None
+
+    def settled(self, key: str) -> bool:
+        """Whether ``key`` is in flight or done (a push of it would be dropped)."""
+        return self.conn.execute("SELECT 1 FROM urls WHERE key = ? AND state > 0", (key,)).fetchone() is not None
 
     def __len__(self) -> int:
         return self._waiting

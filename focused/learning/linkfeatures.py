@@ -46,15 +46,15 @@ import bisect
 import codecs
 import logging
 import re
-import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urljoin
 
 import numpy as np
 import scipy.sparse as sp
-from lxml import etree
 from sklearn.feature_extraction import FeatureHasher
+
+from focused.learning.htmlpage import ParsedPage, parse_page
 
 logger = logging.getLogger(__name__)
 
@@ -63,19 +63,15 @@ D_MAX = 5
 #: Default dimension of the hashed feature space.
 N_FEATURES = 2**20
 
-_SKIP_TAGS = frozenset({"script", "style", "template"})
-_LINK_TAGS = frozenset({"a", "area"})
 _SCHEMES = ("http", "https")
 _TOKEN_RE = re.compile(r"[^\W_]+")
 _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
-_XML_DECL_RE = re.compile(rb"^\s*<\?xml[^>]*>")
 _DECLARED_RE = re.compile(
     rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9_.:-]+)|<\?xml[^>]+encoding\s*=\s*["']([A-Za-z0-9_.:-]+)""",
     re.IGNORECASE,
 )
 # WHATWG: a page labelled Latin-1/ASCII is decoded as windows-1252.
 _ENCODING_ALIASES = {"latin_1": "cp1252", "iso8859_1": "cp1252", "ascii": "cp1252"}
-_local = threading.local()
 
 
 def tokenize(text: str) -> list[str]:
@@ -122,6 +118,7 @@ def extract_link_features(
     d_max: int = D_MAX,
     encoding: str | None = None,
     offsets: bool = True,
+    parsed: ParsedPage | None = None,
 ) -> PageLinks:
     """Parse ``html`` once and return every http(s) link with its ⟨t, d⟩ features.
 
@@ -138,37 +135,31 @@ def extract_link_features(
         Tokens at ``|d| > d_max`` are ignored.
     offsets
         ``False`` gives plain tokens near the link, without offsets.
+    parsed
+        The page as :func:`~focused.learning.htmlpage.parse_page` read it
+        (the spider's one parse), instead of parsing ``html`` again.
 
     Links to the same URL are merged as :class:`PageLinks` describes; an empty
     or ``#fragment`` href is a link to the page itself. A document that is
     empty or cannot be parsed yields an empty result; this function does not
-    raise on bad input. The parser is libxml2's HTML parser (the one behind
-    ``lxml.html``) used through ``lxml.etree``, which skips ``lxml.html``'s
-    slower element classes.
+    raise on bad input. The page is read by
+    :func:`~focused.learning.htmlpage.parse_page` (libxml2's HTML parser, the
+    text prepared as for the critic, a streaming fallback for deep nesting).
     """
     if d_max < 0:
         raise ValueError(f"d_max must be >= 0, got {d_max}")
     page = PageLinks(d_max=d_max, offsets=offsets)
-    try:
-        root = _parse(html, encoding)
-        if root is None:
+    if parsed is None:
+        try:
+            parsed = parse_page(html if isinstance(html, str) else _decode(html, encoding))
+        except Exception:  # libxml2 and the decoders have many ways to fail
+            logger.debug("Could not parse %s", base_url, exc_info=True)
             return page
-        leaves, raw_links, base_href = _number_leaves(root)
-    except Exception:  # libxml2 and the decoders have many ways to fail
-        logger.debug("Could not parse %s", base_url, exc_info=True)
-        return page
+    leaves = parsed.leaves
     page.n_leaves = len(leaves)
-    base_url = base_url.partition("#")[0]
-    if base_href:
-        base_url = urljoin(base_url, base_href.strip()).partition("#")[0]
-
     index: dict[str, int] = {}
-    resolved: dict[str, str | None] = {}
     tokens: list[list[str] | None] = [None] * len(leaves)
-    for href, left, right in raw_links:
-        url = resolved.get(href, "")
-        if url == "":
-            url = resolved[href] = _resolve(base_url, href)
+    for (_, left, right), url in zip(parsed.links, resolve_links(parsed, base_url), strict=True):
         if url is None:
             continue
         i = index.get(url)
@@ -186,22 +177,27 @@ def extract_link_features(
     return page
 
 
-def _parse(html: str | bytes, encoding: str | None) -> etree._Element | None:
-    """Parse into an lxml tree with comments and PIs removed; None for an empty document."""
-    if isinstance(html, str):
-        data = html.encode("utf-8", "replace")
-    else:
-        data = _decode(html, encoding).encode("utf-8", "replace")
-    data = _XML_DECL_RE.sub(b"", data, count=1)
-    if not data.strip():
-        return None
-    parser = getattr(_local, "parser", None)
-    if parser is None:  # lxml parsers must not be shared between threads
-        # huge_tree lifts libxml2's nesting limit of 256, which unclosed <font> tags of old pages reach.
-        parser = _local.parser = etree.HTMLParser(
-            encoding="utf-8", remove_comments=True, remove_pis=True, no_network=True, huge_tree=True
-        )
-    return etree.fromstring(data, parser)
+def resolve_links(parsed: ParsedPage, base_url: str, upto: int | None = None) -> list[str | None]:
+    """The absolute http(s) URL (no fragment) of each of ``parsed.links`` (the first ``upto``), or None.
+
+    Memoised on ``parsed``: a later call resolves only the links not resolved yet.
+    """
+    upto = len(parsed.links) if upto is None else min(upto, len(parsed.links))
+    if parsed.resolved is None or parsed.resolved[0] != base_url:
+        parsed.resolved = (base_url, [])
+    out = parsed.resolved[1]
+    if len(out) >= upto:
+        return out
+    base = base_url.partition("#")[0]
+    if parsed.base_href:
+        base = urljoin(base, parsed.base_href.strip()).partition("#")[0]
+    resolved: dict[str, str | None] = {}
+    for href, _, _ in parsed.links[len(out) : upto]:
+        url = resolved.get(href, "")
+        if url == "":
+            url = resolved[href] = _resolve(base, href)
+        out.append(url)
+    return out
 
 
 def _decode(data: bytes, encoding: str | None) -> str:
@@ -229,41 +225,6 @@ def _decode(data: bytes, encoding: str | None) -> str:
         return data.decode("utf-8")
     except UnicodeDecodeError:
         return data.decode("cp1252", "replace")
-
-
-def _number_leaves(root: etree._Element) -> tuple[list[str], list[tuple[str, int, int]], str | None]:
-    """One walk over the tree: leaf texts ('' for empty leaves), links as (href, l, r), <base href>."""
-    leaves: list[str] = []
-    links: list[tuple[str, int, int]] = []
-    starts: list[int] = []
-    base_href: str | None = None
-    walker = etree.iterwalk(root, events=("start", "end"))
-    for event, el in walker:
-        tag = el.tag
-        skipped = not isinstance(tag, str) or tag in _SKIP_TAGS
-        if event == "start":
-            if skipped:
-                walker.skip_subtree()
-                continue
-            starts.append(len(leaves))
-            text = el.text
-            if text and not text.isspace():
-                leaves.append(text)
-            continue
-        if not skipped:
-            start = starts.pop()
-            if len(leaves) == start:
-                leaves.append("")
-            if tag in _LINK_TAGS:
-                href = el.get("href")
-                if href is not None:
-                    links.append((href, start, len(leaves) - 1))
-            elif tag == "base" and base_href is None:
-                base_href = el.get("href")
-        tail = el.tail
-        if tail and not tail.isspace():
-            leaves.append(tail)
-    return leaves, links, base_href
 
 
 def _resolve(base_url: str, href: str) -> str | None:

@@ -37,6 +37,7 @@ from w3lib.url import safe_url_string
 from focused.learning.apprentice import Apprentice, ApprenticeModel, critic_views
 from focused.learning.critic import Critic, Topic
 from focused.learning.crossfit import CrossFitCritic
+from focused.learning.htmlpage import ParsedPage
 from focused.learning.linkfeatures import class_features, compact_many, extract_link_features
 from focused.priority import score_to_priority
 
@@ -179,16 +180,23 @@ class OnlineApprentice:
     # -- features -----------------------------------------------------------------
 
     def link_features(
-        self, url: str, html: str, relevance: float, top_classes: Sequence[str], links: Sequence[str]
+        self,
+        url: str,
+        html: str,
+        relevance: float,
+        top_classes: Sequence[str],
+        links: Sequence[str],
+        *,
+        parsed: ParsedPage | None = None,
     ) -> list[LinkPayload]:
         """The payload of each link (u, v) of page u, in the order of ``links``.
 
         ``relevance`` and ``top_classes`` are the critic's verdict on u. A link
         the feature extractor did not see (e.g. a URL Scrapy's link extractor
         normalised differently) gets only the page-level features and an empty
-        anchor.
+        anchor. ``parsed`` is the page's one parse, if the caller has it.
         """
-        page = extract_link_features(html, url, d_max=self.d_max)
+        page = extract_link_features(html, url, d_max=self.d_max, parsed=parsed)
         by_key: dict[str, int] = {}
         for i, target in enumerate(page.urls):
             by_key.setdefault(page_key(target), i)

@@ -16,24 +16,29 @@ Spider arguments are shorthands for settings (``-a topic=X`` is
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlsplit
+from urllib.parse import urlparse, urlsplit
 
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
-from scrapy.linkextractors import LinkExtractor
+from scrapy.linkextractors import IGNORED_EXTENSIONS
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
+from w3lib.url import safe_url_string
 
 from focused.errors import ConfigError
 from focused.frontier.settings import uses_redis
 from focused.items import PageItem
 from focused.jobs import SCRAPYD_ARGUMENTS, apply_job
-from focused.learning.text import html_to_text
+from focused.learning.htmlpage import ParsedPage, parse_page
+from focused.learning.linkfeatures import resolve_links
 from focused.priority import SEED_PRIORITY
 from focused.profiles import apply_profile
 from focused.redis_seeds import RedisSeeds
 from focused.runtime import CrawlRuntime
+from focused.scoring import PARSED_META_KEY
 from focused.validation import ARGUMENT_SETTINGS, parse_seeds, read_seeds_file
 
 if TYPE_CHECKING:
@@ -41,6 +46,8 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
 
 _PAGE_TYPES = ("text/html", "application/xhtml", "text/plain")
+#: Pages longer than this (characters) are parsed in a worker thread: a 5 MB page takes seconds.
+THREAD_PAGE_CHARS = 200_000
 PARENT_META_KEY = "focused_parent"
 
 
@@ -49,6 +56,8 @@ class FocusedSpider(scrapy.Spider):
 
     name = "focused"
     seeds: list[str]
+    #: FOCUSED_MAX_LINKS_PER_PAGE (0: no cap)
+    max_links: int = 3000
     redis_seeds: RedisSeeds | None = None
 
     @classmethod
@@ -74,6 +83,7 @@ class FocusedSpider(scrapy.Spider):
             crawler.signals.connect(spider.redis_seeds.on_idle, signal=signals.spider_idle)
             crawler.signals.connect(spider.redis_seeds.close, signal=signals.spider_closed)
         spider.seeds = spider._configured_seeds()
+        spider.max_links = crawler.settings.getint("FOCUSED_MAX_LINKS_PER_PAGE", 3000)
         return spider
 
     def _configured_seeds(self) -> list[str]:
@@ -102,44 +112,107 @@ class FocusedSpider(scrapy.Spider):
             for request in self.redis_seeds.requests():
                 yield request
 
-    def parse(self, response: Response) -> Iterator[PageItem | scrapy.Request]:
+    async def parse(self, response: Response) -> AsyncIterator[PageItem | scrapy.Request]:
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
         if not isinstance(response, TextResponse) or (content_type and not content_type.startswith(_PAGE_TYPES)):
             self.crawler.stats.inc_value("focused/skipped/non_html")
             return
         html = response.text
-        links = self._links(response) if "html" in content_type or not content_type else []
+        follow = "html" in content_type or not content_type
+        if len(html) > THREAD_PAGE_CHARS:  # seconds of parsing: off the reactor thread
+            parsed, links, over = await maybe_deferred_to_future(deferToThread(self._read, response, html, follow))
+        else:
+            parsed, links, over = self._read(response, html, follow)
+        if over:
+            self.crawler.stats.inc_value("focused/links/over_cap", over)
+            self.crawler.stats.inc_value("focused/links/capped_pages")
+        response.meta[PARSED_META_KEY] = parsed  # taken by the link scoring middleware
         yield PageItem(
             url=response.url,
             status=response.status,
             depth=int(response.meta.get("depth", 0)),
             parent=response.meta.get(PARENT_META_KEY),
             content_type=content_type.split(";")[0],
-            title=(response.xpath("//title/text()").get() or "").strip(),
+            title=parsed.title.strip(),
             links=links,
             redirect_urls=list(response.meta.get("redirect_urls", [])),
-            text=html_to_text(html),
+            text=parsed.text,
             html=html,
         )
         for url in links:
             yield scrapy.Request(url, callback=self.parse, meta={PARENT_META_KEY: response.url})
 
-    _extractor = LinkExtractor(unique=True)
+    def _read(self, response: TextResponse, html: str, follow: bool) -> tuple[ParsedPage, list[str], int]:
+        """The one parse of the page (links, title, visible text, DOM leaves), its outlinks, and the
+        ``<a href>`` left unread beyond the cap of ``FOCUSED_MAX_LINKS_PER_PAGE`` links."""
+        parsed = parse_page(html)
+        if not follow:
+            return parsed, [], 0
+        links, over = self._take_links(response, parsed)
+        return parsed, links, over
 
-    def _links(self, response: TextResponse) -> list[str]:
-        """The page's http(s) outlinks, once each, in document order, without itself.
+    def _links(self, response: TextResponse, parsed: ParsedPage | None = None) -> list[str]:
+        """The page's http(s) outlinks, once each, in document order, without itself (see :meth:`_take_links`)."""
+        return self._take_links(response, parse_page(response.text) if parsed is None else parsed)[0]
 
-        A link without a usable host (``http:// www.x.com``, ``http://%20/x``) is
-        dropped here: the downloader would fail on it with an error per link.
+    def _take_links(self, response: TextResponse, parsed: ParsedPage) -> tuple[list[str], int]:
+        """The page's outlinks (at most ``max_links``) and how many ``<a href>`` were left unread.
+
+        The links Scrapy's ``LinkExtractor(unique=True)`` would give (percent-encoded
+        with the page's encoding, without the extensions it ignores), read from the
+        page's one parse. A link without a usable host (``http:// www.x.com``,
+        ``http://%20/x``) is dropped here: the downloader would fail on it with an
+        error per link. Past the cap the page is cut (``parsed`` keeps only the
+        anchors read), so that no later stage works on the links not taken.
         """
         own = response.url.split("#", 1)[0]
-        links = []
-        for link in self._extractor.extract_links(response):
-            url = link.url.split("#", 1)[0]
-            parts = urlsplit(url)
-            if url != own and parts.scheme in ("http", "https") and _valid_host(parts.hostname):
-                links.append(url)
-        return list(dict.fromkeys(links))
+        encoding = response.encoding
+        links: dict[str, None] = {}
+        cap = self.max_links or len(parsed.links)
+        read = 0
+        while read < len(parsed.links) and len(links) < cap:
+            upto = min(len(parsed.links), read + cap - len(links))  # resolve only what may be taken
+            for resolved in resolve_links(parsed, response.url, upto)[read:upto]:
+                if resolved is None:
+                    continue
+                url = _accepted(resolved, encoding)
+                if url is not None and url != own:
+                    links[url] = None
+            read = upto
+        over = len(parsed.links) - read
+        if over:
+            parsed.truncate(read)
+        return list(links), over
+
+
+_DENIED_EXTENSIONS = tuple(f".{ext}" for ext in IGNORED_EXTENSIONS)
+_accepted_memo: dict[tuple[str, str], str | None] = {}
+_MEMO_SIZE = 100_000
+
+
+def _accepted(url: str, encoding: str) -> str | None:
+    """``url`` as Scrapy's link extractor would request it, or None if it is not followed (memoised)."""
+    key = (url, encoding)
+    if key in _accepted_memo:
+        return _accepted_memo[key]
+    try:
+        safe: str | None = safe_url_string(url, encoding=encoding).split("#", 1)[0]
+    except ValueError:
+        safe = None
+    try:
+        parts = urlparse(safe) if safe is not None else None
+    except ValueError:  # e.g. an invalid IPv6 host
+        safe = parts = None
+    if parts is not None and (
+        parts.scheme not in ("http", "https")
+        or not _valid_host(parts.hostname)
+        or parts.path.lower().endswith(_DENIED_EXTENSIONS)
+    ):
+        safe = None
+    if len(_accepted_memo) >= _MEMO_SIZE:
+        _accepted_memo.clear()
+    _accepted_memo[key] = safe
+    return safe
 
 
 def _valid_host(host: str | None) -> bool:
