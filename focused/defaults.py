@@ -18,6 +18,10 @@ FOCUSED_SEEDS_FILE = ""
 #: Frontier policy: ``apprentice`` (online relevance feedback), ``apprentice-offline``,
 #: ``baseline`` (best-first on Pr(c*|u)), ``bfs``, ``oracle`` (benchmark only).
 FOCUSED_STRATEGY = "apprentice"
+#: A predicate that defines relevance instead of the critic's threshold (``-a predicate=...``), e.g.
+#: ``text:"machine learning" and (url:course or class:course>0.6)`` (grammar: :mod:`focused.predicates`).
+#: With it the topic may be omitted. Empty: relevant means Pr(c*|u) >= FOCUSED_RELEVANCE_THRESHOLD.
+FOCUSED_PREDICATE = ""
 #: Critic model file (.npz: arrays + JSON header, never a pickle). Relative paths are taken from the project root.
 FOCUSED_CRITIC_MODEL = "models/webkb-pagetype.npz"
 #: Ground-truth labels (``url<TAB>label[<TAB>group]``), needed by ``oracle`` only.
@@ -125,3 +129,14 @@ FOCUSED_APPRENTICE_SHARED = True
 FOCUSED_APPRENTICE_LOCK_SECONDS = 10.0
 #: Every worker looks for a newer model in Redis this often (and at each page).
 FOCUSED_APPRENTICE_POLL_SECONDS = 1.0
+#: The interest-ratio factors of ``-a strategy=intelligent`` (Aggarwal et al. 2001), comma-separated:
+#: ``content``, ``url``, ``link``, ``sibling``; ``intelligent:FACTOR`` overrides it.
+FOCUSED_INTELLIGENT_FACTORS = "content,url,link,sibling"
+#: Significance threshold t (standard deviations) of the content and URL-token ratios.
+FOCUSED_INTELLIGENT_SIGNIFICANCE = 2.0
+#: Re-score every waiting URL (and rebalance the factor weights) every this many labelled pages (0: never).
+FOCUSED_INTELLIGENT_RESCORE_EVERY = 10
+#: Start from the statistics K saved by an earlier intelligent crawl (``-a knowledge=FILE``, .npz).
+FOCUSED_INTELLIGENT_LOAD = ""
+#: Save the statistics K here when the crawl closes (``-a save_knowledge=FILE``, .npz, never a pickle).
+FOCUSED_INTELLIGENT_SAVE = ""

@@ -42,6 +42,7 @@ EXTENSIONS = {
     "focused.extensions.HarvestMonitor": 500,
     "focused.extensions.StatsFile": 510,
     "focused.feedback.RelevanceFeedback": 520,
+    "focused.intelligent_feedback.IntelligentFeedback": 530,
 }
 
 # Spider output is processed by CONCURRENT_ITEMS asyncio workers created per

@@ -16,7 +16,10 @@ from typing import Any, Protocol
 from focused.learning.critic import Topic, Verdict
 from focused.learning.online import LinkPayload, OnlineApprentice
 
-STRATEGIES = ("bfs", "baseline", "oracle", "apprentice", "apprentice-offline")
+STRATEGIES = (
+    "bfs", "baseline", "oracle", "apprentice", "apprentice-offline",
+    "intelligent", "intelligent:content", "intelligent:url", "intelligent:link", "intelligent:sibling",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)

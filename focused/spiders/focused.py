@@ -51,6 +51,9 @@ ARGUMENT_SETTINGS = {
     "db": "FOCUSED_DB",
     "apprentice": "FOCUSED_APPRENTICE_MODEL",
     "restrict_to": "FOCUSED_RESTRICT_TO",
+    "predicate": "FOCUSED_PREDICATE",
+    "knowledge": "FOCUSED_INTELLIGENT_LOAD",
+    "save_knowledge": "FOCUSED_INTELLIGENT_SAVE",
 }
 
 _PAGE_TYPES = ("text/html", "application/xhtml", "text/plain")

@@ -1,0 +1,233 @@
+"""The intelligent crawler's frontier policy (Aggarwal et al. 2001): candidates ranked by interest ratios.
+
+Scrapy-free. :class:`IntelligentStrategy` keeps K (:class:`~focused.learning.intelligent.Knowledge`)
+and, for this crawl, the link graph seen so far: which crawled pages link to
+which URLs, each crawled page's hashed words and whether it satisfies the
+predicate. A candidate's payload in the frontier (one per inlinking page) is
+``[parent_id, url_token_ids]``; from its payloads and K the strategy computes
+
+* content: log I_c = the sum of the significant words' log ratios over the
+  union of the words of its crawled inlinking pages;
+* URL: log I_u = the sum of its significant URL tokens' log ratios;
+* link: log I_l = m log p + (k - m) log q over its k crawled inlinking pages, m satisfying;
+* sibling: log I_s = log(s / e) over the crawled children of its inlinking pages;
+
+and the composite priority value sum_f w_f log I_f, with w_f = 1 / mean |log I_f|
+over the candidates of the last re-scoring, so that each factor contributes
+equally on average (the paper's balancing). ``factors`` picks a single factor
+(``intelligent:content`` ...) or any subset. The value becomes a score in (0, 1)
+by 0.5 + atan(x) / pi, monotone, so the order is the priority value's.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from focused.learning.intelligent import (
+    SIGNIFICANCE,
+    Knowledge,
+    hash_tokens,
+    sibling_ratio,
+    url_tokens,
+)
+from focused.learning.text import tokenize
+from focused.strategies import FetchedPage, Scored
+
+__all__ = ["FACTORS", "IntelligentStrategy", "page_id", "parse_factors"]
+
+FACTORS = ("content", "url", "link", "sibling")
+
+
+def parse_factors(spec: str) -> tuple[str, ...]:
+    """``"content,url"`` or ``"content+url"`` -> the factors in canonical order; ValueError names a bad one."""
+    parts = [p.strip().lower() for p in spec.replace("+", ",").split(",") if p.strip()]
+    bad = [p for p in parts if p not in FACTORS]
+    if bad or not parts:
+        raise ValueError(f"unknown intelligent-crawling factor {bad[0] if bad else spec!r}; valid: {', '.join(FACTORS)}")
+    return tuple(f for f in FACTORS if f in parts)
+
+
+def page_id(url: str) -> int:
+    """A stable 63-bit id of a URL (the same in every process)."""
+    return int.from_bytes(hashlib.blake2b(url.encode("utf-8", "surrogatepass"), digest_size=8).digest(), "little") >> 1
+
+
+def to_score(value: float) -> float:
+    """A priority value (any real) as a score in (0, 1), monotone."""
+    return 0.5 + math.atan(value) / math.pi
+
+
+class IntelligentStrategy:
+    """Rank candidates by the interest ratios learned in K (``intelligent``, ``intelligent:FACTOR``)."""
+
+    def __init__(
+        self,
+        factors: Sequence[str] = FACTORS,
+        *,
+        knowledge: Knowledge | None = None,
+        significance: float = SIGNIFICANCE,
+        name: str = "intelligent",
+    ) -> None:
+        self.factors = tuple(f for f in FACTORS if f in factors)
+        if not self.factors:
+            raise ValueError("an intelligent strategy needs at least one factor")
+        self.name = name
+        self.k = knowledge if knowledge is not None else Knowledge()
+        self.t = significance
+        self.weights = dict.fromkeys(self.factors, 1.0)
+        # this crawl's graph: crawled pages and the links seen from them
+        self.satisfies: dict[int, bool] = {}
+        self.words: dict[int, np.ndarray] = {}
+        self.children: dict[int, list[int]] = {}
+        self.parents: dict[int, list[int]] = {}
+        self.visited_children: dict[int, int] = {}
+        self.satisfying_children: dict[int, int] = {}
+        # caches of the ratios of K's current version
+        self._version = -1
+        self._word_logr = np.zeros(0, dtype=np.float32)
+        self._token_logr = np.zeros(0, dtype=np.float32)
+        self._link_logr = (0.0, 0.0)
+        self._content_of: dict[int, float] = {}
+        #: Pages whose links were scored before the page itself was observed (their links get
+        #: the parent's evidence only at the next re-scoring).
+        self.scored_before_observed = 0
+
+    # -- learning: after every fetched page -------------------------------------------
+
+    def observe(self, url: str, text: str, links: Sequence[str], satisfies: bool, aliases: Sequence[str] = ()) -> None:
+        """A crawled page: update K (counts, link types) and the graph (siblings)."""
+        pid = page_id(url)
+        if pid in self.satisfies:
+            return  # fetched again (after a resume): counted once
+        word_ids = hash_tokens(set(tokenize(text)), self.k.word_dims)
+        self.k.observe_page(word_ids, hash_tokens(url_tokens(url), self.k.token_dims), satisfies)
+        self.satisfies[pid] = satisfies
+        self.words[pid] = word_ids
+        for alias in aliases:  # links to a URL that redirected here lead to this page
+            aid = page_id(alias)
+            if aid != pid and aid not in self.satisfies:
+                self.parents.setdefault(pid, []).extend(self.parents.get(aid, []))
+        for parent in self.parents.get(pid, ()):
+            self._link_crawled(parent, pid)
+        self.add_links(url, links)
+
+    def add_links(self, url: str, links: Sequence[str]) -> None:
+        """Record the links of a crawled page (once per target); each to a crawled target is a crawled link."""
+        pid = page_id(url)
+        known = self.children.setdefault(pid, [])
+        seen = set(known)
+        for link in links:
+            cid = page_id(link)
+            if cid == pid or cid in seen:
+                continue
+            seen.add(cid)
+            known.append(cid)
+            self.parents.setdefault(cid, []).append(pid)
+            if cid in self.satisfies and pid in self.satisfies:
+                self._link_crawled(pid, cid)
+
+    def _link_crawled(self, parent: int, child: int) -> None:
+        """Both ends of parent -> child are crawled: count the link's type and the parent's visited child."""
+        if parent not in self.satisfies:
+            return  # counted when the parent is crawled (add_links)
+        child_ok = self.satisfies[child]
+        self.k.observe_link(self.satisfies[parent], child_ok)
+        self.visited_children[parent] = self.visited_children.get(parent, 0) + 1
+        self.satisfying_children[parent] = self.satisfying_children.get(parent, 0) + child_ok
+
+    # -- scoring -----------------------------------------------------------------------
+
+    def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
+        """Score a crawled page's outlinks; each gets the payload ``[parent_id, url_token_ids]``."""
+        pid = page_id(page.url)
+        self.scored_before_observed += pid not in self.satisfies
+        payloads: list[Any] = [[pid, hash_tokens(url_tokens(link), self.k.token_dims).tolist()] for link in links]
+        self._refresh()
+        logs = [self.factor_logs([p]) for p in payloads]
+        return Scored([to_score(self.combine(f)) for f in logs], payloads)
+
+    def rescore(self, entries: list[list[Any]]) -> list[float | None]:
+        """New scores of waiting candidates from their payloads (``None``: no payload, keep);
+        the factor weights are rebalanced over these candidates first."""
+        self._refresh()
+        logs = [self.factor_logs(payloads) if payloads else None for payloads in entries]
+        self.balance([f for f in logs if f is not None])
+        return [None if f is None else to_score(self.combine(f)) for f in logs]
+
+    def balance(self, logs: Sequence[dict[str, float]]) -> None:
+        """w_f = 1 / mean |log I_f| over ``logs`` (a factor without any evidence keeps its weight)."""
+        if len(self.factors) == 1 or not logs:
+            return
+        for f in self.factors:
+            mean = sum(abs(x[f]) for x in logs) / len(logs)
+            if mean > 0:
+                self.weights[f] = 1.0 / mean
+
+    def combine(self, logs: dict[str, float]) -> float:
+        """The priority value: sum_f w_f log I_f (a single factor: its log ratio)."""
+        if len(self.factors) == 1:
+            return logs[self.factors[0]]
+        return sum(self.weights[f] * logs[f] for f in self.factors)
+
+    def factor_logs(self, payloads: Sequence[Any]) -> dict[str, float]:
+        """log I_f of a candidate from its payloads (one per inlinking page), for each active factor."""
+        self._refresh()
+        parents = list(dict.fromkeys(int(p[0]) for p in payloads))
+        crawled = [p for p in parents if p in self.satisfies]
+        out: dict[str, float] = {}
+        if "content" in self.factors:
+            out["content"] = self._content(crawled)
+        if "url" in self.factors:
+            ids = np.asarray(payloads[0][1], dtype=np.intp)
+            out["url"] = float(self._token_logr[ids].sum()) if len(ids) else 0.0
+        if "link" in self.factors:
+            m = sum(self.satisfies[p] for p in crawled)
+            log_p, log_q = self._link_logr
+            out["link"] = m * log_p + (len(crawled) - m) * log_q
+        if "sibling" in self.factors:
+            visited = sum(self.visited_children.get(p, 0) for p in crawled)
+            good = sum(self.satisfying_children.get(p, 0) for p in crawled)
+            out["sibling"] = math.log(sibling_ratio(good, visited, self.k.p_c))
+        return out
+
+    def _content(self, crawled: list[int]) -> float:
+        if not crawled:
+            return 0.0
+        if len(crawled) == 1:
+            pid = crawled[0]
+            value = self._content_of.get(pid)
+            if value is None:
+                value = self._content_of[pid] = float(self._word_logr[self.words[pid]].sum())
+            return value
+        union = np.unique(np.concatenate([self.words[p] for p in crawled]))
+        return float(self._word_logr[union].sum())
+
+    def _refresh(self) -> None:
+        """Recompute the cached ratios when K has changed."""
+        if self._version == self.k.version:
+            return
+        self._version = self.k.version
+        if "content" in self.factors:
+            self._word_logr = self.k.word_log_ratios(self.t)
+            self._content_of.clear()
+        if "url" in self.factors:
+            self._token_logr = self.k.token_log_ratios(self.t)
+        self._link_logr = self.k.link_log_ratios()
+
+    def summary(self) -> dict[str, Any]:
+        """Figures for the crawl's stats."""
+        words, tokens = self.k.significant_counts(self.t)
+        return {
+            "pages": self.k.n_t,
+            "satisfying": self.k.n_c,
+            "links": self.k.n_links,
+            "scored_before_observed": self.scored_before_observed,
+            "significant_words": words,
+            "significant_tokens": tokens,
+            **{f"weight_{f}": round(self.weights[f], 4) for f in self.factors},
+        }
