@@ -115,7 +115,11 @@ class CrawlRuntime:
         if name == "intelligent" or name.startswith("intelligent:"):
             from focused.intelligent_feedback import build_intelligent
 
-            return build_intelligent(name, self.settings)
+            strategy = build_intelligent(name, self.settings)
+            strategy.relevant_of = lambda url, text, verdict: self.relevance.is_relevant(
+                self.relevance.relevance(url, text, verdict)
+            )
+            return strategy
         if name in ("apprentice", "apprentice-offline"):
             return ApprenticeStrategy(self._online_apprentice(offline=name == "apprentice-offline"), name)
         raise ConfigError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")

@@ -30,6 +30,7 @@ class FetchedPage:
     depth: int
     verdict: Verdict
     html: str = ""
+    text: str | None = None  # the page's visible text, when the caller has it
 
 
 @dataclass(frozen=True)

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -35,12 +35,15 @@ from focused.learning.intelligent import (
     sibling_ratio,
     url_tokens,
 )
-from focused.learning.text import tokenize
+from focused.learning.text import html_to_text, tokenize
+from focused.learning.topics import Verdict
 from focused.strategies import FetchedPage, Scored
 
 __all__ = ["FACTORS", "IntelligentStrategy", "page_id", "parse_factors"]
 
 FACTORS = ("content", "url", "link", "sibling")
+#: Between re-scorings, the word and token ratios are recomputed when K has this many more pages (relative).
+REFRESH_GROWTH = 0.05
 
 
 def parse_factors(spec: str) -> tuple[str, ...]:
@@ -79,6 +82,9 @@ class IntelligentStrategy:
         self.name = name
         self.k = knowledge if knowledge is not None else Knowledge()
         self.t = significance
+        #: ``relevant_of(url, text, verdict)``: whether a page satisfies the predicate (the crawl's
+        #: relevance definition); with it, a page is learned from when its links are scored.
+        self.relevant_of: Callable[[str, str, Verdict], bool] | None = None
         self.weights = dict.fromkeys(self.factors, 1.0)
         # this crawl's graph: crawled pages and the links seen from them
         self.satisfies: dict[int, bool] = {}
@@ -93,6 +99,7 @@ class IntelligentStrategy:
         self._token_logr = np.zeros(0, dtype=np.float32)
         self._link_logr = (0.0, 0.0)
         self._content_of: dict[int, float] = {}
+        self._vocab_at = 0  # N_t when the word and token ratios were last computed
         #: Pages whose links were scored before the page itself was observed (their links get
         #: the parent's evidence only at the next re-scoring).
         self.scored_before_observed = 0
@@ -145,6 +152,11 @@ class IntelligentStrategy:
     def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
         """Score a crawled page's outlinks; each gets the payload ``[parent_id, url_token_ids]``."""
         pid = page_id(page.url)
+        if pid not in self.satisfies and self.relevant_of is not None:
+            # the pipeline labels the page after its links are scored: learn from it now, so that its
+            # links get its evidence at once (observe() ignores the page when the pipeline reports it)
+            text = page.text if page.text is not None else html_to_text(page.html)
+            self.observe(page.url, text, links, self.relevant_of(page.url, text, page.verdict))
         self.scored_before_observed += pid not in self.satisfies
         payloads: list[Any] = [[pid, hash_tokens(url_tokens(link), self.k.token_dims).tolist()] for link in links]
         self._refresh()
@@ -154,7 +166,8 @@ class IntelligentStrategy:
     def rescore(self, entries: list[list[Any]]) -> list[float | None]:
         """New scores of waiting candidates from their payloads (``None``: no payload, keep);
         the factor weights are rebalanced over these candidates first."""
-        self._refresh()
+        self._version = -1
+        self._refresh(force=True)
         logs = [self.factor_logs(payloads) if payloads else None for payloads in entries]
         self.balance([f for f in logs if f is not None])
         return [None if f is None else to_score(self.combine(f)) for f in logs]
@@ -207,17 +220,25 @@ class IntelligentStrategy:
         union = np.unique(np.concatenate([self.words[p] for p in crawled]))
         return float(self._word_logr[union].sum())
 
-    def _refresh(self) -> None:
-        """Recompute the cached ratios when K has changed."""
+    def _refresh(self, force: bool = False) -> None:
+        """Recompute the cached ratios when K has changed.
+
+        The word and token ratios (a pass over every word seen) are recomputed when K has
+        grown by :data:`REFRESH_GROWTH` of its pages since the last time, and at every re-scoring
+        (``force``); the link and sibling ratios whenever K changed (they cost nothing).
+        """
         if self._version == self.k.version:
             return
         self._version = self.k.version
+        self._link_logr = self.k.link_log_ratios()
+        if not force and self.k.n_t < self._vocab_at * (1.0 + REFRESH_GROWTH) and self._vocab_at > 0:
+            return
+        self._vocab_at = max(self.k.n_t, 1)
         if "content" in self.factors:
             self._word_logr = self.k.word_log_ratios(self.t)
             self._content_of.clear()
         if "url" in self.factors:
             self._token_logr = self.k.token_log_ratios(self.t)
-        self._link_logr = self.k.link_log_ratios()
 
     def summary(self) -> dict[str, Any]:
         """Figures for the crawl's stats."""
