@@ -127,9 +127,9 @@ def test_the_graph_counts_link_types_and_siblings_in_any_order():
 
 def test_weights_balance_each_factor_over_the_candidates():
     s = IntelligentStrategy(["content", "url"])
-    s.balance([{"content": 2.0, "url": 0.5}, {"content": -2.0, "url": 0.5}])
+    s.balance({"content": np.array([2.0, -2.0]), "url": np.array([0.5, 0.5])})
     assert s.weights == {"content": 0.5, "url": 2.0}
-    assert s.combine({"content": 2.0, "url": 0.5}) == pytest.approx(2.0)
+    assert s.combine({"content": np.array([2.0]), "url": np.array([0.5])})[0] == pytest.approx(2.0)
     assert 0.5 < to_score(0.1) < to_score(100.0) < to_score(101.0) < 1.0  # monotone, no early saturation
 
 

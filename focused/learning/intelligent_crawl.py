@@ -159,53 +159,76 @@ class IntelligentStrategy:
             self.observe(page.url, text, links, self.relevant_of(page.url, text, page.verdict))
         self.scored_before_observed += pid not in self.satisfies
         payloads: list[Any] = [[pid, hash_tokens(url_tokens(link), self.k.token_dims).tolist()] for link in links]
-        self._refresh()
-        logs = [self.factor_logs([p]) for p in payloads]
-        return Scored([to_score(self.combine(f)) for f in logs], payloads)
+        values = self.combine(self.factor_matrix([[p] for p in payloads]))
+        return Scored([to_score(v) for v in values.tolist()], payloads)
 
     def rescore(self, entries: list[list[Any]]) -> list[float | None]:
         """New scores of waiting candidates from their payloads (``None``: no payload, keep);
         the factor weights are rebalanced over these candidates first."""
         self._version = -1
         self._refresh(force=True)
-        logs = [self.factor_logs(payloads) if payloads else None for payloads in entries]
-        self.balance([f for f in logs if f is not None])
-        return [None if f is None else to_score(self.combine(f)) for f in logs]
+        rows = [i for i, payloads in enumerate(entries) if payloads]
+        out: list[float | None] = [None] * len(entries)
+        if rows:
+            logs = self.factor_matrix([entries[i] for i in rows])
+            self.balance(logs)
+            for i, value in zip(rows, self.combine(logs).tolist(), strict=True):
+                out[i] = to_score(value)
+        return out
 
-    def balance(self, logs: Sequence[dict[str, float]]) -> None:
-        """w_f = 1 / mean |log I_f| over ``logs`` (a factor without any evidence keeps its weight)."""
-        if len(self.factors) == 1 or not logs:
+    def balance(self, logs: dict[str, np.ndarray]) -> None:
+        """w_f = 1 / mean |log I_f| over the candidates of ``logs`` (a factor without evidence keeps its weight)."""
+        if len(self.factors) == 1:
             return
         for f in self.factors:
-            mean = sum(abs(x[f]) for x in logs) / len(logs)
+            mean = float(np.abs(logs[f]).mean()) if len(logs[f]) else 0.0
             if mean > 0:
                 self.weights[f] = 1.0 / mean
 
-    def combine(self, logs: dict[str, float]) -> float:
-        """The priority value: sum_f w_f log I_f (a single factor: its log ratio)."""
+    def combine(self, logs: dict[str, np.ndarray]) -> np.ndarray:
+        """The priority values: sum_f w_f log I_f (a single factor: its log ratio)."""
         if len(self.factors) == 1:
             return logs[self.factors[0]]
-        return sum(self.weights[f] * logs[f] for f in self.factors)
+        return sum((self.weights[f] * logs[f] for f in self.factors), np.zeros(len(logs[self.factors[0]])))
 
     def factor_logs(self, payloads: Sequence[Any]) -> dict[str, float]:
-        """log I_f of a candidate from its payloads (one per inlinking page), for each active factor."""
+        """log I_f of one candidate from its payloads (one per inlinking page), for each active factor."""
+        return {f: float(v[0]) for f, v in self.factor_matrix([payloads]).items()}
+
+    def factor_matrix(self, entries: Sequence[Sequence[Any]]) -> dict[str, np.ndarray]:
+        """log I_f of many candidates (each given by its payloads), one array per active factor."""
         self._refresh()
-        parents = list(dict.fromkeys(int(p[0]) for p in payloads))
-        crawled = [p for p in parents if p in self.satisfies]
-        out: dict[str, float] = {}
+        n = len(entries)
+        crawled: list[list[int]] = []
+        for payloads in entries:
+            parents = {int(p[0]) for p in payloads}
+            crawled.append([p for p in parents if p in self.satisfies])
+        out: dict[str, np.ndarray] = {}
         if "content" in self.factors:
-            out["content"] = self._content(crawled)
+            out["content"] = np.fromiter((self._content(c) for c in crawled), dtype=np.float64, count=n)
         if "url" in self.factors:
-            ids = np.asarray(payloads[0][1], dtype=np.intp)
-            out["url"] = float(self._token_logr[ids].sum()) if len(ids) else 0.0
+            ids = [entry[0][1] for entry in entries]
+            lengths = np.fromiter((len(x) for x in ids), dtype=np.int64, count=n)
+            flat = np.fromiter((i for x in ids for i in x), dtype=np.int64, count=int(lengths.sum()))
+            values = self._token_logr[flat].astype(np.float64)
+            out["url"] = np.bincount(np.repeat(np.arange(n), lengths), weights=values, minlength=n)
         if "link" in self.factors:
-            m = sum(self.satisfies[p] for p in crawled)
+            k = np.fromiter((len(c) for c in crawled), dtype=np.float64, count=n)
+            m = np.fromiter((sum(self.satisfies[p] for p in c) for c in crawled), dtype=np.float64, count=n)
             log_p, log_q = self._link_logr
-            out["link"] = m * log_p + (len(crawled) - m) * log_q
+            out["link"] = m * log_p + (k - m) * log_q
         if "sibling" in self.factors:
-            visited = sum(self.visited_children.get(p, 0) for p in crawled)
-            good = sum(self.satisfying_children.get(p, 0) for p in crawled)
-            out["sibling"] = math.log(sibling_ratio(good, visited, self.k.p_c))
+            visited = self.visited_children
+            good = self.satisfying_children
+            p_c = self.k.p_c
+            out["sibling"] = np.fromiter(
+                (
+                    math.log(sibling_ratio(sum(good.get(p, 0) for p in c), sum(visited.get(p, 0) for p in c), p_c))
+                    for c in crawled
+                ),
+                dtype=np.float64,
+                count=n,
+            )
         return out
 
     def _content(self, crawled: list[int]) -> float:
@@ -242,13 +265,17 @@ class IntelligentStrategy:
 
     def summary(self) -> dict[str, Any]:
         """Figures for the crawl's stats."""
-        words, tokens = self.k.significant_counts(self.t)
+        self._refresh()
+        significant = {}
+        if "content" in self.factors:
+            significant["significant_words"] = int(np.count_nonzero(self._word_logr))
+        if "url" in self.factors:
+            significant["significant_tokens"] = int(np.count_nonzero(self._token_logr))
         return {
             "pages": self.k.n_t,
             "satisfying": self.k.n_c,
             "links": self.k.n_links,
             "scored_before_observed": self.scored_before_observed,
-            "significant_words": words,
-            "significant_tokens": tokens,
+            **significant,
             **{f"weight_{f}": round(self.weights[f], 4) for f in self.factors},
         }
