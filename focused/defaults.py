@@ -134,6 +134,9 @@ FOCUSED_APPRENTICE_POLL_SECONDS = 1.0
 FOCUSED_INTELLIGENT_FACTORS = "content,url,link,sibling"
 #: Significance threshold t (standard deviations) of the content and URL-token ratios.
 FOCUSED_INTELLIGENT_SIGNIFICANCE = 2.0
+#: Our extension: K counts a page as Pr(c*|page) of a satisfying page (and the rest of a non-satisfying one)
+#: instead of thresholding it at FOCUSED_RELEVANCE_THRESHOLD (the paper; a predicate's 1/0 is the same either way).
+FOCUSED_INTELLIGENT_SOFT = False
 #: Re-score every waiting URL (and rebalance the factor weights) every this many labelled pages (0: never).
 FOCUSED_INTELLIGENT_RESCORE_EVERY = 10
 #: Start from the statistics K saved by an earlier intelligent crawl (``-a knowledge=FILE``, .npz).

@@ -57,7 +57,14 @@ def build_intelligent(name: str, settings: BaseSettings) -> IntelligentStrategy:
         except KnowledgeError as exc:
             raise ConfigError(str(exc)) from exc
         logger.info("Intelligent crawl starts from %s: %r", path, knowledge)
-    return IntelligentStrategy(factors, knowledge=knowledge, significance=t, name=name)
+    return IntelligentStrategy(
+        factors,
+        knowledge=knowledge,
+        significance=t,
+        threshold=settings.getfloat("FOCUSED_RELEVANCE_THRESHOLD", 0.5),
+        soft=settings.getbool("FOCUSED_INTELLIGENT_SOFT", False),
+        name=name,
+    )
 
 
 class IntelligentFeedback:
@@ -85,7 +92,7 @@ class IntelligentFeedback:
         return ext
 
     def page_labelled(self, page: LabelledPage) -> None:
-        self.strategy.observe(page.url, page.text, page.links, page.relevant, page.aliases)
+        self.strategy.observe(page.url, page.text, page.links, page.relevance, page.aliases)
         self.pages += 1
         if self.every and self.pages % self.every == 0:
             self.rescore()

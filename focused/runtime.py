@@ -116,9 +116,7 @@ class CrawlRuntime:
             from focused.intelligent_feedback import build_intelligent
 
             strategy = build_intelligent(name, self.settings)
-            strategy.relevant_of = lambda url, text, verdict: self.relevance.is_relevant(
-                self.relevance.relevance(url, text, verdict)
-            )
+            strategy.relevance_of = self.relevance.relevance
             return strategy
         if name in ("apprentice", "apprentice-offline"):
             return ApprenticeStrategy(self._online_apprentice(offline=name == "apprentice-offline"), name)

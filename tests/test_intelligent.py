@@ -233,3 +233,15 @@ def test_a_predicate_defines_relevance(site):
     assert result.stats["focused/relevant_pages"] == sum(p.relevance for p in pages)
     _, bfs = crawl(site, "bfs-predicate", "bfs", **spec_settings)
     assert sport_share(pages) >= sport_share(bfs) + 0.2
+
+
+def test_soft_counts_split_a_page_by_its_relevance():
+    hard, soft = IntelligentStrategy(), IntelligentStrategy(soft=True)
+    for s in (hard, soft):
+        s.observe("http://x.test/a", "alpha", ["http://x.test/b"], 0.8)
+        s.observe("http://x.test/b", "alpha beta", [], 0.3)
+    assert (hard.k.n_c, soft.k.n_c) == (1.0, pytest.approx(1.1))
+    assert hard.k.links == {"pp": 0, "pn": 1, "np": 0, "nn": 0}
+    assert soft.k.links == pytest.approx({"pp": 0.24, "pn": 0.56, "np": 0.06, "nn": 0.14})
+    ids = soft.words[page_id("http://x.test/b")]
+    assert sorted(soft.k.word_nc[ids].tolist()) == pytest.approx([0.3, 1.1])  # beta, alpha

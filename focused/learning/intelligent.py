@@ -21,6 +21,9 @@ satisfies the predicate given the event E. This module computes
   inlinking pages, m of them satisfying, gets I_l = p^m q^(k-m);
 * the sibling ratio s / e: s satisfying crawled siblings, e = (crawled siblings) P(C).
 
+With ``soft`` relevance (``FOCUSED_INTELLIGENT_SOFT``, our extension) a page counts as
+Pr(c*|page) of a satisfying page and 1 - Pr(c*|page) of another in every count.
+
 A zero count would give a ratio of 0 (log = -inf): it is replaced by half a count
 (a continuity correction), so that every log ratio is finite. Before K knows
 both a satisfying and a non-satisfying page, P(C) is 0 or 1 and every ratio is
@@ -119,7 +122,7 @@ def interest_ratios(
     return ratio, significant
 
 
-def sibling_ratio(satisfying: int, visited: int, p_c: float) -> float:
+def sibling_ratio(satisfying: float, visited: int, p_c: float) -> float:
     """The sibling ratio s / e with e = visited * P(C); 1 without visited siblings or without P(C).
 
     No satisfying sibling among ``visited`` counts as half a sibling (never above 1).
@@ -127,9 +130,7 @@ def sibling_ratio(satisfying: int, visited: int, p_c: float) -> float:
     if visited <= 0 or not 0.0 < p_c < 1.0:
         return 1.0
     expected = visited * p_c
-    if satisfying <= 0:
-        return min(1.0, HALF / expected)
-    return satisfying / expected
+    return max(satisfying, min(HALF, expected)) / expected if satisfying < HALF else satisfying / expected
 
 
 class Knowledge:
@@ -139,32 +140,35 @@ class Knowledge:
         self.word_dims = word_dims
         self.token_dims = token_dims
         self.n_t = 0
-        self.n_c = 0
+        #: satisfying counts are floats: a soft crawl counts a page as Pr(c*|page) of a satisfying one
+        self.n_c = 0.0
         self.word_n = np.zeros(word_dims, dtype=np.int64)
-        self.word_nc = np.zeros(word_dims, dtype=np.int64)
+        self.word_nc = np.zeros(word_dims, dtype=np.float64)
         self.token_m = np.zeros(token_dims, dtype=np.int64)
-        self.token_mc = np.zeros(token_dims, dtype=np.int64)
-        self.links = dict.fromkeys(_LINK_TYPES, 0)
+        self.token_mc = np.zeros(token_dims, dtype=np.float64)
+        self.links = dict.fromkeys(_LINK_TYPES, 0.0)
         #: Bumped by every update: cached ratios compare it.
         self.version = 0
 
     # -- updates -----------------------------------------------------------------
 
-    def observe_page(self, word_ids: np.ndarray, token_ids: np.ndarray, satisfies: bool) -> None:
-        """One more crawled page: its (unique) hashed words and URL tokens and whether it satisfies C."""
+    def observe_page(self, word_ids: np.ndarray, token_ids: np.ndarray, satisfies: float) -> None:
+        """One more crawled page: its (unique) hashed words and URL tokens and whether it satisfies C
+        (1 or 0; a soft crawl gives the probability that it does)."""
         self.n_t += 1
         self.word_n[word_ids] += 1
         self.token_m[token_ids] += 1
         if satisfies:
-            self.n_c += 1
-            self.word_nc[word_ids] += 1
-            self.token_mc[token_ids] += 1
+            self.n_c += float(satisfies)
+            self.word_nc[word_ids] += float(satisfies)
+            self.token_mc[token_ids] += float(satisfies)
         self.version += 1
 
-    def observe_link(self, source_satisfies: bool, target_satisfies: bool) -> None:
-        """One more crawled link (both its pages crawled), by type."""
-        key = ("p" if source_satisfies else "n") + ("p" if target_satisfies else "n")
-        self.links[key] += 1
+    def observe_link(self, source_satisfies: float, target_satisfies: float) -> None:
+        """One more crawled link (both its pages crawled), by type (soft: split over the types)."""
+        a, b = float(source_satisfies), float(target_satisfies)
+        for key, share in (("pp", a * b), ("pn", a * (1 - b)), ("np", (1 - a) * b), ("nn", (1 - a) * (1 - b))):
+            self.links[key] += share
         self.version += 1
 
     # -- estimates ---------------------------------------------------------------
@@ -175,7 +179,7 @@ class Knowledge:
         return self.n_c / self.n_t if self.n_t else 0.0
 
     @property
-    def n_links(self) -> int:
+    def n_links(self) -> float:
         return sum(self.links.values())
 
     def word_log_ratios(self, t: float = SIGNIFICANCE) -> np.ndarray:
@@ -254,16 +258,16 @@ class Knowledge:
         if bundle.get("scheme") != SCHEME:
             raise ValueError(f"words hashed by {bundle.get('scheme')!r}, this focused uses {SCHEME!r}")
         k = cls(int(bundle["word_dims"]), int(bundle["token_dims"]))
-        k.n_t, k.n_c = int(bundle["n_t"]), int(bundle["n_c"])
+        k.n_t, k.n_c = int(bundle["n_t"]), float(bundle["n_c"])
         if not 0 <= k.n_c <= k.n_t:
             raise ValueError(f"N_c = {k.n_c} outside [0, N_t = {k.n_t}]")
-        k.links = {key: int(bundle["links"][key]) for key in _LINK_TYPES}
+        k.links = {key: float(bundle["links"][key]) for key in _LINK_TYPES}
         for name, (n, n_c) in (("words", (k.word_n, k.word_nc)), ("tokens", (k.token_m, k.token_mc))):
             part = bundle[name]
             ids = np.asarray(part["ids"], dtype=np.int64)
             n[ids] = np.asarray(part["n"], dtype=np.int64)
-            n_c[ids] = np.asarray(part["n_c"], dtype=np.int64)
-        if (k.word_nc > k.word_n).any() or (k.token_mc > k.token_m).any() or k.word_n.max(initial=0) > k.n_t:
+            n_c[ids] = np.asarray(part["n_c"], dtype=np.float64)
+        if (k.word_nc > k.word_n + 1e-6).any() or (k.token_mc > k.token_m + 1e-6).any() or k.word_n.max(initial=0) > k.n_t:
             raise ValueError("inconsistent counts")
         return k
 

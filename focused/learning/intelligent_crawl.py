@@ -74,6 +74,8 @@ class IntelligentStrategy:
         *,
         knowledge: Knowledge | None = None,
         significance: float = SIGNIFICANCE,
+        threshold: float = 0.5,
+        soft: bool = False,
         name: str = "intelligent",
     ) -> None:
         self.factors = tuple(f for f in FACTORS if f in factors)
@@ -82,17 +84,20 @@ class IntelligentStrategy:
         self.name = name
         self.k = knowledge if knowledge is not None else Knowledge()
         self.t = significance
-        #: ``relevant_of(url, text, verdict)``: whether a page satisfies the predicate (the crawl's
-        #: relevance definition); with it, a page is learned from when its links are scored.
-        self.relevant_of: Callable[[str, str, Verdict], bool] | None = None
+        #: ``relevance_of(url, text, verdict)``: a page's relevance as the crawl defines it (the critic's
+        #: Pr(c*|page) or the predicate's 1/0); with it, a page is learned from when its links are scored.
+        self.relevance_of: Callable[[str, str, Verdict], float] | None = None
+        #: A page satisfies C when its relevance reaches ``threshold``; ``soft``: it counts as its relevance.
+        self.threshold = threshold
+        self.soft = soft
         self.weights = dict.fromkeys(self.factors, 1.0)
         # this crawl's graph: crawled pages and the links seen from them
-        self.satisfies: dict[int, bool] = {}
+        self.satisfies: dict[int, float] = {}  # 1.0 / 0.0 (soft: the relevance)
         self.words: dict[int, np.ndarray] = {}
         self.children: dict[int, list[int]] = {}
         self.parents: dict[int, list[int]] = {}
         self.visited_children: dict[int, int] = {}
-        self.satisfying_children: dict[int, int] = {}
+        self.satisfying_children: dict[int, float] = {}
         # caches of the ratios of K's current version
         self._version = -1
         self._word_logr = np.zeros(0, dtype=np.float32)
@@ -106,11 +111,18 @@ class IntelligentStrategy:
 
     # -- learning: after every fetched page -------------------------------------------
 
-    def observe(self, url: str, text: str, links: Sequence[str], satisfies: bool, aliases: Sequence[str] = ()) -> None:
-        """A crawled page: update K (counts, link types) and the graph (siblings)."""
+    def label(self, relevance: float) -> float:
+        """How much a page of this relevance counts as satisfying C: 1 or 0 (soft: the relevance itself)."""
+        return min(max(float(relevance), 0.0), 1.0) if self.soft else float(relevance >= self.threshold)
+
+    def observe(
+        self, url: str, text: str, links: Sequence[str], relevance: float, aliases: Sequence[str] = ()
+    ) -> None:
+        """A crawled page and its relevance: update K (counts, link types) and the graph (siblings)."""
         pid = page_id(url)
         if pid in self.satisfies:
             return  # fetched again (after a resume): counted once
+        satisfies = self.label(relevance)
         word_ids = hash_tokens(set(tokenize(text)), self.k.word_dims)
         self.k.observe_page(word_ids, hash_tokens(url_tokens(url), self.k.token_dims), satisfies)
         self.satisfies[pid] = satisfies
@@ -152,11 +164,11 @@ class IntelligentStrategy:
     def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
         """Score a crawled page's outlinks; each gets the payload ``[parent_id, url_token_ids]``."""
         pid = page_id(page.url)
-        if pid not in self.satisfies and self.relevant_of is not None:
+        if pid not in self.satisfies and self.relevance_of is not None:
             # the pipeline labels the page after its links are scored: learn from it now, so that its
             # links get its evidence at once (observe() ignores the page when the pipeline reports it)
             text = page.text if page.text is not None else html_to_text(page.html)
-            self.observe(page.url, text, links, self.relevant_of(page.url, text, page.verdict))
+            self.observe(page.url, text, links, self.relevance_of(page.url, text, page.verdict))
         self.scored_before_observed += pid not in self.satisfies
         payloads: list[Any] = [[pid, hash_tokens(url_tokens(link), self.k.token_dims).tolist()] for link in links]
         values = self.combine(self.factor_matrix([[p] for p in payloads]))
