@@ -32,9 +32,7 @@ def k20() -> IntelligentStrategy:
     s = IntelligentStrategy()
     for i in range(20):
         ok = i < 5
-        text = " ".join(
-            w for w, on in (("alpha", ok or i == 5), ("beta", i in (0, 6)), ("gamma", i >= 5)) if on
-        )
+        text = " ".join(w for w, on in (("alpha", ok or i == 5), ("beta", i in (0, 6)), ("gamma", i >= 5)) if on)
         s.observe(f"http://x.test/{'sport' if ok else 'food'}/{i}.html", text, [], ok)
     return s
 
@@ -162,7 +160,10 @@ def topical_site(n: int = 120, seed: int = 5) -> ReplayStore:
     sport; a crawler that learns the URL tokens, the topical locality or the words does better."""
     rng = random.Random(seed)
     store = ReplayStore()
-    kinds = {"sport": [f"/sport/{i}.html" for i in range(n // 2)], "cooking": [f"/food/{i}.html" for i in range(n // 2)]}
+    kinds = {
+        "sport": [f"/sport/{i}.html" for i in range(n // 2)],
+        "cooking": [f"/food/{i}.html" for i in range(n // 2)],
+    }
     home = [(u, "more") for u in kinds["cooking"][:6] + kinds["sport"][:3]]
     add(store, "/", page("Home", words(NEUTRAL, 30, rng), home), "misc")
     for kind, urls in kinds.items():
@@ -224,7 +225,7 @@ def test_k_saved_by_one_crawl_starts_the_next(site):
 
 def test_a_predicate_defines_relevance(site):
     # keywords only (no topic): sport pages contain "goal" or "team" nearly always; url: keeps it under /sport/
-    predicate = 'url:/sport/ and (text:goal or text:team) and not class:cooking>0.9'
+    predicate = "url:/sport/ and (text:goal or text:team) and not class:cooking>0.9"
     spec_settings = {"FOCUSED_PREDICATE": predicate}
     result, pages = crawl(site, "predicate", "intelligent", **spec_settings)
     assert all(p.relevance in (0.0, 1.0) for p in pages)

@@ -267,7 +267,11 @@ class Knowledge:
             ids = np.asarray(part["ids"], dtype=np.int64)
             n[ids] = np.asarray(part["n"], dtype=np.int64)
             n_c[ids] = np.asarray(part["n_c"], dtype=np.float64)
-        if (k.word_nc > k.word_n + 1e-6).any() or (k.token_mc > k.token_m + 1e-6).any() or k.word_n.max(initial=0) > k.n_t:
+        if (
+            (k.word_nc > k.word_n + 1e-6).any()
+            or (k.token_mc > k.token_m + 1e-6).any()
+            or k.word_n.max(initial=0) > k.n_t
+        ):
             raise ValueError("inconsistent counts")
         return k
 

@@ -51,7 +51,9 @@ def parse_factors(spec: str) -> tuple[str, ...]:
     parts = [p.strip().lower() for p in spec.replace("+", ",").split(",") if p.strip()]
     bad = [p for p in parts if p not in FACTORS]
     if bad or not parts:
-        raise ValueError(f"unknown intelligent-crawling factor {bad[0] if bad else spec!r}; valid: {', '.join(FACTORS)}")
+        raise ValueError(
+            f"unknown intelligent-crawling factor {bad[0] if bad else spec!r}; valid: {', '.join(FACTORS)}"
+        )
     return tuple(f for f in FACTORS if f in parts)
 
 
@@ -115,9 +117,7 @@ class IntelligentStrategy:
         """How much a page of this relevance counts as satisfying C: 1 or 0 (soft: the relevance itself)."""
         return min(max(float(relevance), 0.0), 1.0) if self.soft else float(relevance >= self.threshold)
 
-    def observe(
-        self, url: str, text: str, links: Sequence[str], relevance: float, aliases: Sequence[str] = ()
-    ) -> None:
+    def observe(self, url: str, text: str, links: Sequence[str], relevance: float, aliases: Sequence[str] = ()) -> None:
         """A crawled page and its relevance: update K (counts, link types) and the graph (siblings)."""
         pid = page_id(url)
         if pid in self.satisfies:
