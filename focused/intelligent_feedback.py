@@ -45,7 +45,8 @@ def build_intelligent(name: str, settings: BaseSettings) -> IntelligentStrategy:
     try:
         factors = parse_factors(spec)
     except ValueError as exc:
-        raise ConfigError(f"strategy {name!r}: {exc} (e.g. intelligent:content or intelligent)") from exc
+        where = f"strategy {name!r}" if suffix else f"FOCUSED_INTELLIGENT_FACTORS={spec!r}"
+        raise ConfigError(f"{where}: {exc} (e.g. intelligent:content, or intelligent for all four)") from exc
     t = settings.getfloat("FOCUSED_INTELLIGENT_SIGNIFICANCE", 2.0)
     if not t >= 0:
         raise ConfigError(f"FOCUSED_INTELLIGENT_SIGNIFICANCE must be a number >= 0 (standard deviations), not {t}")

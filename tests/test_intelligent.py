@@ -246,3 +246,22 @@ def test_soft_counts_split_a_page_by_its_relevance():
     assert soft.k.links == pytest.approx({"pp": 0.24, "pn": 0.56, "np": 0.06, "nn": 0.14})
     ids = soft.words[page_id("http://x.test/b")]
     assert sorted(soft.k.word_nc[ids].tolist()) == pytest.approx([0.3, 1.1])  # beta, alpha
+
+
+def test_bad_factor_or_k_file_is_one_clear_line(tmp_path):
+    from scrapy.settings import Settings
+
+    from focused.errors import ConfigError
+    from focused.intelligent_feedback import build_intelligent
+
+    cases = [
+        ("intelligent:colour", {}, "strategy 'intelligent:colour': unknown intelligent-crawling factor 'colour'"),
+        ("intelligent", {"FOCUSED_INTELLIGENT_FACTORS": "url,bogus"}, "FOCUSED_INTELLIGENT_FACTORS='url,bogus'"),
+        ("intelligent", {"FOCUSED_INTELLIGENT_LOAD": str(tmp_path / "none.npz")}, "not found"),
+        ("intelligent", {"FOCUSED_INTELLIGENT_SIGNIFICANCE": "-1"}, "must be a number >= 0"),
+    ]
+    for name, settings, message in cases:
+        with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
+            build_intelligent(name, Settings(settings))
+        assert "\n" not in str(err.value)
+    assert build_intelligent("intelligent:url+link", Settings()).factors == ("url", "link")

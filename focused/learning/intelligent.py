@@ -245,7 +245,7 @@ class Knowledge:
     @classmethod
     def load(cls, path: str | Path) -> Knowledge:
         """Read a K file written by :meth:`save`; :class:`KnowledgeError` (one line) when it cannot be used."""
-        hint = "save one with -a save_knowledge=FILE at the end of an intelligent crawl"
+        hint = "Save one with -a save_knowledge=FILE at the end of an intelligent crawl"
         bundle = read_model(path, {KIND: (FORMAT_VERSION,)}, what="intelligent-crawl statistics", hint=hint,
                             error=KnowledgeError)  # fmt: skip
         try:
