@@ -105,7 +105,7 @@ class IntelligentStrategy:
         self._word_logr = np.zeros(0, dtype=np.float32)
         self._token_logr = np.zeros(0, dtype=np.float32)
         self._link_logr = (0.0, 0.0)
-        self._content_of: dict[int, float] = {}
+        self._content_of: dict[int, tuple[np.ndarray, float]] = {}
         self._vocab_at = 0  # N_t when the word and token ratios were last computed
         #: Pages whose links were scored before the page itself was observed (their links get
         #: the parent's evidence only at the next re-scoring).
@@ -244,16 +244,24 @@ class IntelligentStrategy:
         return out
 
     def _content(self, crawled: list[int]) -> float:
+        """log I_c: the significant words' log ratios summed over the union of the inlinking pages' words."""
         if not crawled:
             return 0.0
         if len(crawled) == 1:
-            pid = crawled[0]
-            value = self._content_of.get(pid)
-            if value is None:
-                value = self._content_of[pid] = float(self._word_logr[self.words[pid]].sum())
-            return value
-        union = np.unique(np.concatenate([self.words[p] for p in crawled]))
+            return self._significant_words(crawled[0])[1]
+        # only significant words count: the union of each parent's (few) significant words
+        union = np.unique(np.concatenate([self._significant_words(p)[0] for p in crawled]))
         return float(self._word_logr[union].sum())
+
+    def _significant_words(self, pid: int) -> tuple[np.ndarray, float]:
+        """A crawled page's significant word ids and their log ratios' sum (cached until the ratios change)."""
+        cached = self._content_of.get(pid)
+        if cached is None:
+            ids = self.words[pid]
+            values = self._word_logr[ids]
+            keep = values != 0
+            cached = self._content_of[pid] = (ids[keep], float(values[keep].sum()))
+        return cached
 
     def _refresh(self, force: bool = False) -> None:
         """Recompute the cached ratios when K has changed.
