@@ -293,8 +293,8 @@ class IntelligentStrategy:
             significant["significant_tokens"] = int(np.count_nonzero(self._token_logr))
         return {
             "pages": self.k.n_t,
-            "satisfying": self.k.n_c,
-            "links": self.k.n_links,
+            "satisfying": round(self.k.n_c, 2),
+            "links": round(self.k.n_links, 2),
             "scored_before_observed": self.scored_before_observed,
             **significant,
             **{f"weight_{f}": round(self.weights[f], 4) for f in self.factors},
