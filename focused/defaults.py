@@ -18,6 +18,10 @@ FOCUSED_SEEDS_FILE = ""
 #: Frontier policy: ``apprentice`` (online relevance feedback), ``apprentice-offline``,
 #: ``baseline`` (best-first on Pr(c*|u)), ``bfs``, ``oracle`` and ``oracle-lookahead`` (benchmark only).
 FOCUSED_STRATEGY = "apprentice"
+#: A predicate that defines relevance instead of the critic's threshold (``-a predicate=...``), e.g.
+#: ``text:"machine learning" and (url:course or class:course>0.6)`` (grammar: :mod:`focused.predicates`).
+#: With it the topic may be omitted. Empty: relevant means Pr(c*|u) >= FOCUSED_RELEVANCE_THRESHOLD.
+FOCUSED_PREDICATE = ""
 #: Critic model file (.npz: arrays + JSON header, never a pickle). Relative paths are taken from the project root.
 FOCUSED_CRITIC_MODEL = "models/webkb-pagetype.npz"
 #: Ground-truth labels (``url<TAB>label[<TAB>group]``), needed by the oracles only.
@@ -155,3 +159,17 @@ FOCUSED_MAX_LINKS_PER_PAGE = 3000
 #: Waiting URLs the frontier keeps at most (0 = no cap): beyond it the lowest-priority waiting URLs are
 #: dropped (counted in ``focused/frontier/dropped``; they stay seen, so they are not added again).
 FOCUSED_FRONTIER_MAX_SIZE = 1_000_000
+#: The interest-ratio factors of ``-a strategy=intelligent`` (Aggarwal et al. 2001), comma-separated:
+#: ``content``, ``url``, ``link``, ``sibling``; ``intelligent:FACTOR`` overrides it.
+FOCUSED_INTELLIGENT_FACTORS = "content,url,link,sibling"
+#: Significance threshold t (standard deviations) of the content and URL-token ratios.
+FOCUSED_INTELLIGENT_SIGNIFICANCE = 2.0
+#: Our extension: K counts a page as Pr(c*|page) of a satisfying page (and the rest of a non-satisfying one)
+#: instead of thresholding it at FOCUSED_RELEVANCE_THRESHOLD (the paper; a predicate's 1/0 is the same either way).
+FOCUSED_INTELLIGENT_SOFT = False
+#: Re-score every waiting URL (and rebalance the factor weights) every this many labelled pages (0: never).
+FOCUSED_INTELLIGENT_RESCORE_EVERY = 10
+#: Start from the statistics K saved by an earlier intelligent crawl (``-a knowledge=FILE``, .npz).
+FOCUSED_INTELLIGENT_LOAD = ""
+#: Save the statistics K here when the crawl closes (``-a save_knowledge=FILE``, .npz, never a pickle).
+FOCUSED_INTELLIGENT_SAVE = ""

@@ -47,6 +47,8 @@ class LabelledPage:
     aliases: tuple[str, ...] = ()  # URLs that redirected to this page
     pages: int = 0  # distinct pages labelled so far, this one included (all runs of a resumed crawl)
     harvest: float = 0.0  # mean relevance of those pages
+    text: str = ""  # the page's visible text (for learners that read it)
+    links: tuple[str, ...] = ()  # its outlinks
 
 
 JOB_FILE = "focused-crawl.json"
@@ -116,7 +118,7 @@ class CriticPipeline:
         settings = self.crawler.settings
         stamp = time.strftime("%Y%m%dT%H%M%S")
         return self.db_template.format(
-            topic=self.runtime.topic.name.replace("/", "_").replace(",", "+"),
+            topic=self.runtime.topic_label.replace("/", "_").replace(",", "+"),
             strategy=settings.get("FOCUSED_STRATEGY"),
             time=stamp,
             job=(settings.get("FOCUSED_JOB") or stamp).replace("/", "_"),
@@ -167,6 +169,7 @@ class CriticPipeline:
                 strategy=settings.get("FOCUSED_STRATEGY"),
                 critic_model=str(self.runtime.model_path),
                 parent_aggregation=settings.get("FOCUSED_PARENT_AGGREGATION"),
+                predicate=settings.get("FOCUSED_PREDICATE") or "",
                 started=time.time(),
             )
         self.stats.set_value("focused/db", str(path))
@@ -223,24 +226,26 @@ class CriticPipeline:
         if not isinstance(item, PageItem):
             return item
         verdict = self.runtime.judge(item.url, item.text or "")
+        relevance = self.runtime.relevance.relevance(item.url, item.text or "", verdict)  # or the predicate's 1/0
         self.fetch_order += 1
         item.fetch_order = self.fetch_order
-        item.relevance = round(float(verdict.relevance), 6)
+        item.relevance = round(float(relevance), 6)
         item.predicted_class = verdict.predicted_class
         item.top_classes = list(verdict.top_classes)
-        relevant = verdict.relevance >= self.runtime.threshold
+        relevant = relevance >= self.runtime.threshold
         # a page fetched again after a resume replaces its row: it counts once
         if self.continued and self.db is not None and self.db.known(item.url):
             self.stats.inc_value("focused/pages_refetched")
         else:
             self.pages += 1
             self.relevant += relevant
-            self.relevance_sum += verdict.relevance
+            self.relevance_sum += relevance
         self._update_stats()
         if self.db is not None and not self.writer_failed:
             self._store(item)
         elif self.jobdir and self.db is None and self.pages % self.commit_every == 0:
             self._save_counters()
+        text = item.text or ""
         item.text = None
         item.html = None
         # after the store, whatever it did: the page budget never depends on the writer
@@ -255,6 +260,8 @@ class CriticPipeline:
                 tuple(item.redirect_urls),
                 pages=self.pages,
                 harvest=self.relevance_sum / self.pages,
+                text=text,
+                links=tuple(item.links),
             ),
         )
         return item

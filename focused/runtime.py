@@ -18,6 +18,7 @@ from focused.errors import ConfigError
 from focused.learning.critic import ModelError, Topic, UnknownTopicError, Verdict, load_critic
 from focused.learning.online import OnlineApprentice, make_snippet_critic
 from focused.paths import load_model, project_path
+from focused.relevance import RelevanceDefinition, load_predicate
 from focused.strategies import STRATEGIES, ApprenticeStrategy, Baseline, BreadthFirst, Oracle, Strategy
 
 if TYPE_CHECKING:
@@ -64,6 +65,9 @@ class CrawlRuntime:
         if source.packaged:
             logger.info("Critic %s: the default model packaged with focused (%s)", source.name, source.resource)
         spec = settings.get("FOCUSED_TOPIC") or ""
+        predicate_spec = (settings.get("FOCUSED_PREDICATE") or "").strip()
+        if not spec.strip() and predicate_spec:  # a predicate defines relevance: the topic is all classes
+            spec = ",".join(dict.fromkeys(c.split(".")[0] for c in self.critic.classes))
         if not spec.strip():
             raise ConfigError(
                 "no topic given: use -a topic=NAME; valid topics for "
@@ -74,6 +78,12 @@ class CrawlRuntime:
         except UnknownTopicError as exc:
             raise ConfigError(str(exc)) from exc
         self.threshold = settings.getfloat("FOCUSED_RELEVANCE_THRESHOLD", 0.5)
+        #: What "relevant" means: the critic's Pr(c*|page), or the predicate (``-a predicate=``).
+        self.relevance = RelevanceDefinition(
+            self.critic, self.threshold, *(load_predicate(predicate_spec, self.critic) if predicate_spec else ())
+        )
+        #: The topic's name in file names and the crawl database ("predicate" when only a predicate defines it).
+        self.topic_label = self.topic.name if (settings.get("FOCUSED_TOPIC") or "").strip() else "predicate"
         self.strategy: Strategy = self._make_strategy(settings.get("FOCUSED_STRATEGY", "baseline"))
         self._memo: OrderedDict[str, Verdict] = OrderedDict()
 
@@ -112,6 +122,12 @@ class CrawlRuntime:
                 return lookahead_oracle(self.topic, labels, project_path(graph))
             except GraphFileError as exc:
                 raise ConfigError(str(exc)) from exc
+        if name == "intelligent" or name.startswith("intelligent:"):
+            from focused.intelligent_feedback import build_intelligent
+
+            strategy = build_intelligent(name, self.settings)
+            strategy.relevance_of = self.relevance.relevance
+            return strategy
         if name in ("apprentice", "apprentice-offline"):
             return ApprenticeStrategy(self._online_apprentice(offline=name == "apprentice-offline"), name)
         raise ConfigError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")

@@ -94,13 +94,15 @@ class LinkScoringMiddleware:
         self, response: Response, item: PageItem | None, requests: list[Request], parsed: ParsedPage | None
     ) -> list[Request]:
         if item is not None:
-            verdict = self.runtime.judge(item.url, item.text or "")
+            text = item.text or ""
+            verdict = self.runtime.judge(item.url, text)
             html = item.html or ""
         else:
             html = response.text if isinstance(response, TextResponse) else ""
             parsed = parse_page(html)
-            verdict = self.runtime.judge(response.url, parsed.text)
-        page = FetchedPage(response.url, int(response.meta.get("depth", 0)), verdict, html, parsed)
+            text = parsed.text
+            verdict = self.runtime.judge(response.url, text)
+        page = FetchedPage(response.url, int(response.meta.get("depth", 0)), verdict, html, parsed, text)
         scored = self.runtime.strategy.score(page, [r.url for r in requests])
         for request, score in zip(requests, scored.scores, strict=True):
             request.priority = score_to_priority(score)

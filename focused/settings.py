@@ -62,6 +62,7 @@ EXTENSIONS = {
     "focused.feedback.RelevanceFeedback": 520,
     "focused.choices.ChoiceLog": 530,
     "focused.reactorlag.ReactorLag": 540,
+    "focused.intelligent_feedback.IntelligentFeedback": 550,
 }
 
 # Spider output is processed by CONCURRENT_ITEMS asyncio workers created per

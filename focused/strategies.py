@@ -17,7 +17,10 @@ from focused.learning.critic import Topic, Verdict
 from focused.learning.htmlpage import ParsedPage
 from focused.learning.online import LinkPayload, OnlineApprentice
 
-STRATEGIES = ("bfs", "baseline", "oracle", "oracle-lookahead", "apprentice", "apprentice-offline")
+STRATEGIES = (
+    "bfs", "baseline", "oracle", "oracle-lookahead", "apprentice", "apprentice-offline",
+    "intelligent", "intelligent:content", "intelligent:url", "intelligent:link", "intelligent:sibling",
+)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -30,6 +33,7 @@ class FetchedPage:
     html: str = ""
     #: the spider's one parse of ``html`` (link features read it instead of parsing again)
     parsed: ParsedPage | None = None
+    text: str | None = None  # the page's visible text, when the caller has it
 
 
 @dataclass(frozen=True)

@@ -55,6 +55,9 @@ ARGUMENT_SETTINGS = {
     "db": "FOCUSED_DB",
     "apprentice": "FOCUSED_APPRENTICE_MODEL",
     "restrict_to": "FOCUSED_RESTRICT_TO",
+    "predicate": "FOCUSED_PREDICATE",
+    "knowledge": "FOCUSED_INTELLIGENT_LOAD",
+    "save_knowledge": "FOCUSED_INTELLIGENT_SAVE",
 }
 
 
@@ -149,6 +152,8 @@ def _topic(value: Any, ctx: Context) -> None:
     if critic is None:  # the critic's own check failed first
         return
     spec = as_text(value)
+    if not spec and as_text(ctx.settings.get("FOCUSED_PREDICATE")):  # the predicate defines relevance
+        return
     if not spec:
         raise Invalid(f"expected a topic of the critic: {listed(critic.topics())}")
     try:
@@ -178,7 +183,25 @@ def _crawl_db(raw: str, ctx: Context) -> None:
         raise Invalid(f"expected a crawl database; {exc}") from None
 
 
-#: One check per setting, in the order they run (files that must be loaded last).
+def _predicate(value: Any, ctx: Context) -> None:
+    from focused.predicates import PredicateError, parse_predicate
+
+    if as_text(value):
+        try:
+            parse_predicate(as_text(value))
+        except PredicateError as exc:
+            raise Invalid(str(exc)) from None
+
+
+def _intelligent_factors(value: Any, ctx: Context) -> None:
+    from focused.learning.intelligent_crawl import FACTORS as INTELLIGENT_FACTORS
+
+    factors = [f.strip() for f in as_text(value).split(",") if f.strip()]
+    bad = [f for f in factors if f not in INTELLIGENT_FACTORS]
+    if not factors or bad:
+        raise Invalid(f"expected a comma-separated list of {', '.join(INTELLIGENT_FACTORS)}")
+
+
 def _allow_internal(value: Any, ctx: Context) -> None:
     from focused.addresses import AddressPolicy, AllowListError
 
@@ -188,6 +211,7 @@ def _allow_internal(value: Any, ctx: Context) -> None:
         raise Invalid(str(exc).split(": ", 1)[-1]) from None
 
 
+#: One check per setting, in the order they run (files that must be loaded last).
 SPECS: dict[str, Spec] = {
     "FOCUSED_SEEDS": Spec(_seeds, "comma-separated http(s) URLs (or empty: the topic's example URLs)"),
     "FOCUSED_SEEDS_FILE": readable("file of seed URLs", extra=_seeds_in_file),
@@ -239,6 +263,13 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_ORACLE_GRAPH": readable("link graph (.npz) of the replayed web, for oracle-lookahead"),
     "FOCUSED_MAX_LINKS_PER_PAGE": whole(0, note="0: no cap"),
     "FOCUSED_FRONTIER_MAX_SIZE": whole(0, note="0: no cap"),
+    "FOCUSED_PREDICATE": Spec(_predicate, "a predicate (text:/url:/class: atoms, and/or/not, parentheses)"),
+    "FOCUSED_INTELLIGENT_FACTORS": Spec(_intelligent_factors, "a comma-separated list of content, url, link, sibling"),
+    "FOCUSED_INTELLIGENT_SIGNIFICANCE": number(0),
+    "FOCUSED_INTELLIGENT_SOFT": boolean(),
+    "FOCUSED_INTELLIGENT_RESCORE_EVERY": whole(0, note="0: never"),
+    "FOCUSED_INTELLIGENT_LOAD": readable("statistics file K (.npz) of an earlier intelligent crawl"),
+    "FOCUSED_INTELLIGENT_SAVE": writable("file"),
     "FOCUSED_STRATEGY": Spec(_strategy, "one of the strategy registry's names (focused.strategies.STRATEGIES)"),
     "FOCUSED_CRITIC_MODEL": Spec(_critic, "a critic model file (.npz)"),
     "FOCUSED_TOPIC": Spec(_topic, "a class of the critic, a prefix of its hierarchy, or a comma-separated union"),

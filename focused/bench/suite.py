@@ -56,6 +56,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "paper": {"FOCUSED_APPRENTICE_ANCHOR_CRITIC": False},
     # never switch in: the critic's blended views of page and anchor alone (no learning)
     "prior": {"FOCUSED_APPRENTICE_MIN_INSTANCES": 10**9},
+    # intelligent crawling with one interest-ratio factor (Aggarwal et al. 2001): intelligent:content ...
+    **{factor: {"FOCUSED_INTELLIGENT_FACTORS": factor} for factor in ("content", "url", "link", "sibling")},
+    "soft": {"FOCUSED_INTELLIGENT_SOFT": True},  # K counts Pr(c*|page), not a thresholded verdict
 }
 
 
