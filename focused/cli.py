@@ -24,6 +24,8 @@ COMMAND_MODULES = (
     "wiki",
     "apprentice",
     "convert",
+    "markines",
+    "train_topic",
 )
 
 

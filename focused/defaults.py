@@ -125,3 +125,15 @@ FOCUSED_APPRENTICE_SHARED = True
 FOCUSED_APPRENTICE_LOCK_SECONDS = 10.0
 #: Every worker looks for a newer model in Redis this often (and at each page).
 FOCUSED_APPRENTICE_POLL_SECONDS = 1.0
+
+#: Markines classifiers (``-a strategy=markines:{nb,svm,cosine}-{link,page}``, docs/markines.md).
+#: A model file from ``focused train-markines`` (``-a markines=FILE``): frozen offline classifiers;
+#: empty: learn online from the critic's verdicts on fetched targets.
+FOCUSED_MARKINES_MODEL = ""
+#: Online learning: feature selection ``df`` or ``mi``, top K words, refit every BATCH new instances once
+#: there are MIN_INSTANCES (of both classes); a target is on topic when Pr(c*|v) >= THRESHOLD.
+FOCUSED_MARKINES_SELECTION = "df"
+FOCUSED_MARKINES_K = 500
+FOCUSED_MARKINES_BATCH = 200
+FOCUSED_MARKINES_MIN_INSTANCES = 200
+FOCUSED_MARKINES_THRESHOLD = 0.5

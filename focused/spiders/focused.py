@@ -50,6 +50,7 @@ ARGUMENT_SETTINGS = {
     "max_pages": "FOCUSED_MAX_PAGES",
     "db": "FOCUSED_DB",
     "apprentice": "FOCUSED_APPRENTICE_MODEL",
+    "markines": "FOCUSED_MARKINES_MODEL",
     "restrict_to": "FOCUSED_RESTRICT_TO",
 }
 
