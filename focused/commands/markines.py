@@ -65,7 +65,6 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     bench.add_argument("--online", action="store_true", help="also run each markines strategy learning online")
     bench.add_argument("--budget", type=positive_int, default=250, help="pages per crawl (default: %(default)s)")
     bench.add_argument("--jobs", type=positive_int, default=2, help="crawls in parallel (default: %(default)s)")
-    bench.add_argument("--wiki-seeds", type=positive_int, default=1, help="seeds per wiki topic used (default: 1)")
     bench.add_argument("--selection", choices=SELECTIONS, default="df", help="feature selection (default: df)")
     bench.add_argument("--out", default="results/markines", help="results folder (default: %(default)s)")
     bench.add_argument("--reuse", action="store_true", help="reuse finished crawls in --out")
@@ -126,7 +125,6 @@ def _bench(args: argparse.Namespace) -> int:
         online=args.online,
         budget=args.budget,
         jobs=args.jobs,
-        wiki_seeds=args.wiki_seeds,
         selection=args.selection,
         reuse=args.reuse,
     )
