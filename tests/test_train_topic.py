@@ -41,8 +41,10 @@ def test_a_topic_from_example_files_ranks_held_out_positives_above_negatives(cor
     from focused.learning.text import html_to_text
 
     out = corpus["tmp"] / "sport.npz"
-    code = main(["train-topic", "--positive", str(corpus["pos"]), "--background", str(corpus["bg"]), "--out", str(out)])
-    assert code == 0, capsys.readouterr().err
+    args = ["train-topic", "--positive", str(corpus["pos"]), "--background", str(corpus["bg"]), "--out", str(out)]
+    assert main([*args, "--holdout", "0.25"]) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "held out 5 positive and 15 background pages: ROC AUC 1.000" in printed
     critic = load_critic(out)
     assert sorted(critic.classes) == ["background", "sport"]
     topic = critic.resolve_topic("sport")
@@ -78,6 +80,7 @@ def test_positive_urls_are_read_from_a_warc(corpus, capsys):
         (["--positive", "missing-folder"], "no such file or folder"),
         (["--positive", "POS", "--name", "a,b"], "topic name"),
         (["--positive", "POS", "--background", "nowhere"], "--background 'nowhere'"),
+        (["--positive", "POS", "--holdout", "1.5"], "--holdout 1.5"),
         (["--positive", "http://nowhere.test/a", "--from", "WARC"], "1 of 1 positive URLs are in none"),
     ],
 )

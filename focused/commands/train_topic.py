@@ -23,9 +23,15 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from focused.cli import positive_int
 from focused.commands.markines import fail
+
+if TYPE_CHECKING:
+    from focused.learning.critic import Critic
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +68,11 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--max-background", type=positive_int, default=3000,
                         help="background pages sampled at most (default: %(default)s)")
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
+    parser.add_argument(
+        "--holdout", type=float, default=0.0, metavar="FRACTION",
+        help="first train without this fraction of the positives and of the background and print how the "
+        "held-out pages rank (ROC AUC); the model written is then trained on all (default: 0, no check)",
+    )
     parser.set_defaults(func=run)
 
 
@@ -73,7 +84,6 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from focused.learning.critic import Critic
     from focused.learning.text import html_to_text
 
     out = Path(args.out)
@@ -83,6 +93,8 @@ def _run(args: argparse.Namespace) -> int:
             f"topic name {name!r}: use letters, digits, '_' or '-' (dots for a hierarchy), not 'background'; "
             "pass --name NAME"
         )
+    if not 0.0 <= args.holdout < 1.0:
+        raise InputError(f"--holdout {args.holdout}: a fraction in [0, 1)")
     start = time.perf_counter()
     pages, urls = read_positives(args.positive, args.sources)
     texts = [html_to_text(body) for body in pages]
@@ -93,7 +105,8 @@ def _run(args: argparse.Namespace) -> int:
     negatives = read_background(backgrounds, args.max_background, args.seed, exclude=set(texts), exclude_urls=urls)
     if len(negatives) < 2:
         raise InputError(f"need at least 2 background pages, got {len(negatives)} from {', '.join(backgrounds)}")
-    labels = [name] * len(texts) + ["background"] * len(negatives)
+    if args.holdout:
+        print(holdout_check(name, texts, negatives, args.holdout, args.seed))
     meta = {
         "topic_from_examples": {
             "positives": len(texts),
@@ -101,11 +114,25 @@ def _run(args: argparse.Namespace) -> int:
             "background_sources": [str(b) for b in backgrounds],
         }
     }
-    critic = Critic.train(texts + negatives, labels, metadata=meta, examples={name: urls[:20]})
-    # equal priors: the background's size says nothing about how common the topic is
-    critic = Critic(
+    train_topic_critic(name, texts, negatives, metadata=meta, examples={name: urls[:20]}).save(out)
+    print(
+        f"topic {name!r}: {len(texts)} positive pages, {len(negatives)} background pages "
+        f"({', '.join(map(str, backgrounds))}) in {time.perf_counter() - start:.1f} s"
+    )
+    print(f"wrote {out}; crawl with: scrapy crawl focused -a model={out} -a topic={name} -a seeds=URL")
+    return 0
+
+
+def train_topic_critic(name: str, positives: list[str], negatives: list[str], **kw: Any) -> Critic:
+    """A two-class critic (``name`` vs ``background``) with equal class priors: the background's size
+    says nothing about how common the topic is."""
+    from focused.learning.critic import Critic
+
+    labels = [name] * len(positives) + ["background"] * len(negatives)
+    critic = Critic.train(positives + negatives, labels, **kw)
+    return Critic(
         critic.classes,
-        critic.class_count_ * 0 + 1.0,
+        np.ones(len(critic.classes)),
         critic.feature_count_,
         alpha=critic.alpha,
         n_features=critic.n_features,
@@ -113,13 +140,29 @@ def _run(args: argparse.Namespace) -> int:
         metadata=critic.metadata,
         examples=critic.examples,
     )
-    critic.save(out)
-    print(
-        f"topic {name!r}: {len(texts)} positive pages, {len(negatives)} background pages "
-        f"({', '.join(map(str, backgrounds))}) in {time.perf_counter() - start:.1f} s"
+
+
+def holdout_check(name: str, positives: list[str], negatives: list[str], fraction: float, seed: int) -> str:
+    """Train without ``fraction`` of each side; how the held-out pages rank, as one line."""
+    from sklearn.metrics import roc_auc_score
+
+    rng = random.Random(seed)
+    pos, neg = positives[:], negatives[:]
+    rng.shuffle(pos)
+    rng.shuffle(neg)
+    n_pos, n_neg = max(1, round(len(pos) * fraction)), max(1, round(len(neg) * fraction))
+    if len(pos) - n_pos < 1 or len(neg) - n_neg < 1:
+        raise InputError(f"--holdout {fraction}: too few pages to hold some out ({len(pos)} positives)")
+    critic = train_topic_critic(name, pos[n_pos:], neg[n_neg:])
+    topic = critic.resolve_topic(name)
+    held = critic.relevance(pos[:n_pos] + neg[:n_neg], topic)
+    y = np.array([1] * n_pos + [0] * n_neg)
+    auc = roc_auc_score(y, held)
+    return (
+        f"held out {n_pos} positive and {n_neg} background pages: ROC AUC {auc:.3f}; "
+        f"relevance > 0.5 for {np.mean(held[:n_pos] > 0.5):.0%} of the positives and "
+        f"{np.mean(held[n_pos:] > 0.5):.1%} of the background"
     )
-    print(f"wrote {out}; crawl with: scrapy crawl focused -a model={out} -a topic={name} -a seeds=URL")
-    return 0
 
 
 # ---------------------------------------------------------------------- positives
@@ -243,8 +286,10 @@ def _background_texts(source: str) -> Iterator[tuple[str, str]]:
             wiki = load_wikispeedia(corpora_dir() / "wikispeedia.tar.gz")
         except WikispeediaError as exc:
             raise InputError(f"background wiki: {exc} (set FOCUSED_CORPORA, or pass --background PATH)") from exc
-        for name, article in wiki.articles.items():
-            yield name, f"{article.title}\n{article.text}"
+        from focused.wiki.render import article_url
+
+        for name, article in wiki.articles.items():  # under its URL on the rendered site, to leave positives out
+            yield article_url(name), f"{article.title}\n{article.text}"
         return
     path = Path(source)
     if path.is_dir():
