@@ -18,7 +18,7 @@ from focused.errors import ConfigError
 from focused.learning.critic import ModelError, Topic, UnknownTopicError, Verdict, load_critic
 from focused.learning.online import OnlineApprentice, make_snippet_critic
 from focused.paths import load_model, project_path
-from focused.strategies import MARKINES_STRATEGIES, STRATEGIES, ApprenticeStrategy, Baseline, BreadthFirst, Oracle, Strategy
+from focused.strategies import STRATEGIES, ApprenticeStrategy, Baseline, BreadthFirst, Oracle, Strategy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -104,12 +104,11 @@ class CrawlRuntime:
             return Oracle(self.topic, label_lookup(labels))
         if name in ("apprentice", "apprentice-offline"):
             return ApprenticeStrategy(self._online_apprentice(offline=name == "apprentice-offline"), name)
-        if name in MARKINES_STRATEGIES:
+        if name.startswith("markines:"):
             from focused.learning.markines_strategy import make_strategy
 
             return make_strategy(name, self.settings, project_path)
-        valid = STRATEGIES + MARKINES_STRATEGIES
-        raise ConfigError(f"unknown strategy {name!r}; valid strategies: {', '.join(valid)}")
+        raise ConfigError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")
 
     def _online_apprentice(self, *, offline: bool) -> OnlineApprentice:
         """The apprentice from the FOCUSED_APPRENTICE_* settings (and a pre-trained file)."""

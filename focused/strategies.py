@@ -16,9 +16,9 @@ from typing import Any, Protocol
 from focused.learning.critic import Topic, Verdict
 from focused.learning.online import LinkPayload, OnlineApprentice
 
-STRATEGIES = ("bfs", "baseline", "oracle", "apprentice", "apprentice-offline")
-#: The Markines et al. classifiers (focused.learning.markines_strategy), ``markines:CLASSIFIER-MODE``.
+#: The Markines et al. classifiers (focused.learning.markines_strategy) are ``markines:CLASSIFIER-MODE``.
 MARKINES_STRATEGIES = tuple(f"markines:{c}-{m}" for m in ("link", "page") for c in ("nb", "svm", "cosine"))
+STRATEGIES = ("bfs", "baseline", "oracle", "apprentice", "apprentice-offline", *MARKINES_STRATEGIES)
 
 
 @dataclass(frozen=True)

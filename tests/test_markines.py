@@ -32,8 +32,8 @@ def spread_hub(h: int, per: int, rng: random.Random) -> str:
     parts = [f"<html><head><title>Hub {h}</title></head><body><p>{words(NEUTRAL, 20, rng)}</p>"]
     for kind, vocab in (("c", COOKING), ("s", SPORT)):
         for i in range(per):
-            parts.append(f"{GAP}<p>{words(vocab, 3, rng)} <a href=\"/{kind}/{h}-{i}.html\">item</a></p>")
-    parts.append(f"{GAP}<p><a href=\"/hub/{h + 1}.html\">next</a></p></body></html>")
+            parts.append(f'{GAP}<p>{words(vocab, 3, rng)} <a href="/{kind}/{h}-{i}.html">item</a></p>')
+    parts.append(f'{GAP}<p><a href="/hub/{h + 1}.html">next</a></p></body></html>')
     return "".join(parts)
 
 

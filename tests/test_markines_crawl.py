@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 
 import pytest
 
@@ -92,8 +93,7 @@ def test_offline_link_classifiers_fetch_the_on_topic_links_first(web, trained, c
 
 def test_page_classifier_and_online_learning_run_end_to_end(web, trained, capsys):
     crawl(web, "markines:svm-page", "svm-page-b", "b", FOCUSED_MARKINES_MODEL=trained)
-    order = crawl(web, "markines:nb-link", "online-b", "b", FOCUSED_MARKINES_MIN_INSTANCES=10,
-                  FOCUSED_MARKINES_BATCH=5)
+    order = crawl(web, "markines:nb-link", "online-b", "b", FOCUSED_MARKINES_MIN_INSTANCES=10, FOCUSED_MARKINES_BATCH=5)
     assert len(order) == HUBS * (2 * PER + 1)
 
 
@@ -114,7 +114,13 @@ def test_a_model_without_the_requested_mode_is_refused_in_one_line(web, trained,
             return float(self.get(key, default))
 
     with pytest.raises(ConfigError, match="has no page classifiers"):
-        make_strategy("markines:nb-page", Settings(settings), lambda p: __import__("pathlib").Path(p))
+        make_strategy("markines:nb-page", Settings(settings), Path)
+    with pytest.raises(ConfigError, match="valid: markines:nb-link"):
+        make_strategy("markines:tree-link", Settings(settings), Path)
+    with pytest.raises(ConfigError, match="FOCUSED_MARKINES_K=0"):
+        make_strategy("markines:nb-link", Settings({"FOCUSED_MARKINES_K": "0"}), Path)
+    with pytest.raises(ConfigError, match="FOCUSED_MARKINES_SELECTION must be one of df, mi"):
+        make_strategy("markines:nb-link", Settings({"FOCUSED_MARKINES_SELECTION": "chi2"}), Path)
     capsys.readouterr()
     assert main(["train-markines", "--db", "missing.sqlite", "--out", str(tmp_path / "x.npz")]) == 1
     err = capsys.readouterr().err

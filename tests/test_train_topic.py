@@ -98,8 +98,8 @@ def test_bad_input_is_one_line_and_exit_1(corpus, capsys, extra, message):
 
 def test_a_crawl_runs_with_the_trained_topic_model(corpus, capsys):
     out = corpus["tmp"] / "sport-crawl.npz"
-    assert main(["train-topic", "--positive", str(corpus["pos"]), "--background", str(corpus["bg"]),
-                 "--out", str(out), "--name", "sport"]) == 0
+    args = ["--positive", str(corpus["pos"]), "--background", str(corpus["bg"]), "--out", str(out)]
+    assert main(["train-topic", *args, "--name", "sport"]) == 0
     with ReplayServer(graph_site(80), latency=0.0) as server:
         spec = CrawlSpec(
             name="topic-crawl",

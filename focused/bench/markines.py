@@ -106,9 +106,7 @@ def _figures(track: Track, case: Case, spec: CrawlSpec) -> dict[str, Any]:
     pages = len(curve.urls) if curve else 0
     return {
         "pages": pages,
-        "harvest": {k: round(curve.true_harvest_at(k), 4) for k in CHECKPOINTS if k <= spec.max_pages}
-        if curve
-        else {},
+        "harvest": {k: round(curve.true_harvest_at(k), 4) for k in CHECKPOINTS if k <= spec.max_pages} if curve else {},
     }
 
 
@@ -200,7 +198,9 @@ def report(results: dict[str, list[dict[str, Any]]], strategies: list[str]) -> s
                 better = sum(
                     1
                     for r in srows
-                    if r["case"] in base and k in r["harvest"] and k in base[r["case"]]
+                    if r["case"] in base
+                    and k in r["harvest"]
+                    and k in base[r["case"]]
                     and r["harvest"][k] > base[r["case"]][k]
                 )
                 wins.append(f"{better}/{len(srows)}")

@@ -34,14 +34,25 @@ def register(subparsers: argparse._SubParsersAction) -> None:
             "(Markines et al. 2004). Use the file with -a strategy=markines:CLASSIFIER-MODE -a markines=FILE."
         ),
     )
-    train.add_argument("--db", dest="dbs", action="append", required=True, metavar="CRAWL.sqlite",
-                       help="crawl database with stored HTML; repeat for several crawls of the topic")
+    train.add_argument(
+        "--db",
+        dest="dbs",
+        action="append",
+        required=True,
+        metavar="CRAWL.sqlite",
+        help="crawl database with stored HTML; repeat for several crawls of the topic",
+    )
     train.add_argument("--out", "-o", required=True, metavar="FILE.npz", help="model file to write")
-    train.add_argument("--selection", choices=SELECTIONS, default="df",
-                       help="feature selection: document frequency or mutual information (default: %(default)s)")
+    train.add_argument(
+        "--selection",
+        choices=SELECTIONS,
+        default="df",
+        help="feature selection: document frequency or mutual information (default: %(default)s)",
+    )
     train.add_argument("--k", type=positive_int, default=500, help="words kept (default: %(default)s)")
-    train.add_argument("--threshold", type=float, default=0.5,
-                       help="Pr(c*|page) from which a page is on topic (default: %(default)s)")
+    train.add_argument(
+        "--threshold", type=float, default=0.5, help="Pr(c*|page) from which a page is on topic (default: %(default)s)"
+    )
     train.add_argument("--d-max", type=int, default=10, help="DOM distance of the link context (default: 10)")
     train.add_argument("--modes", default="link,page", help="link, page or both (default: %(default)s)")
     train.set_defaults(func=_train)
@@ -106,8 +117,10 @@ def _train(args: argparse.Namespace) -> int:
     meta = {"sources": [Path(p).name for p in args.dbs], "threshold": args.threshold, "topics": sorted(data.topics)}
     model = MarkinesModel(parts, d_max=args.d_max, metadata=meta)
     out = model.save(args.out)
-    print(f"{data.pages} pages read in {time.perf_counter() - start:.1f} s; wrote {out} "
-          f"({out.stat().st_size / 1024:.0f} kB)")
+    print(
+        f"{data.pages} pages read in {time.perf_counter() - start:.1f} s; wrote {out} "
+        f"({out.stat().st_size / 1024:.0f} kB)"
+    )
     return 0
 
 

@@ -17,6 +17,7 @@ courses) is a wrong negative; drop such sources with ``--background``.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
 import random
 import re
@@ -52,24 +53,40 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--positive", action="append", required=True, metavar="FILE_OR_URLS",
+        "--positive",
+        action="append",
+        required=True,
+        metavar="FILE_OR_URLS",
         help="an example page (file), a folder of pages, a file listing URLs, or URL[,URL...] (repeatable)",
     )
     parser.add_argument("--out", "-o", required=True, metavar="M.npz", help="critic model file to write")
     parser.add_argument("--name", help="topic name (default: the output file's stem)")
     parser.add_argument(
-        "--from", dest="sources", action="append", default=[], metavar="CRAWL.sqlite|FILE.warc.gz",
+        "--from",
+        dest="sources",
+        action="append",
+        default=[],
+        metavar="CRAWL.sqlite|FILE.warc.gz",
         help="where to find the pages of positive URLs (repeatable)",
     )
     parser.add_argument(
-        "--background", action="append", metavar="webkb|wiki|PATH",
+        "--background",
+        action="append",
+        metavar="webkb|wiki|PATH",
         help="negative pages: a shipped corpus or a folder, WARC or crawl database (default: webkb and wiki)",
     )
-    parser.add_argument("--max-background", type=positive_int, default=3000,
-                        help="background pages sampled at most (default: %(default)s)")
+    parser.add_argument(
+        "--max-background",
+        type=positive_int,
+        default=3000,
+        help="background pages sampled at most (default: %(default)s)",
+    )
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
     parser.add_argument(
-        "--holdout", type=float, default=0.0, metavar="FRACTION",
+        "--holdout",
+        type=float,
+        default=0.0,
+        metavar="FRACTION",
         help="first train without this fraction of the positives and of the background and print how the "
         "held-out pages rank (ROC AUC); the model written is then trained on all (default: 0, no check)",
     )
@@ -312,10 +329,8 @@ def read_background(
 
     skip_keys = set()
     for url in exclude_urls:
-        try:
+        with contextlib.suppress(ValueError):
             skip_keys.add(fetch_key(url))
-        except ValueError:
-            pass
     rng = random.Random(seed)
     sample: list[str] = []
     seen = 0

@@ -353,9 +353,7 @@ class MarkinesModel:
     @classmethod
     def load(cls, path: str | Path) -> MarkinesModel:
         """Read a model written by :meth:`save`; one-line :class:`MarkinesModelError` otherwise."""
-        bundle = read_model(
-            path, {KIND: (FORMAT_VERSION,)}, what="Markines model", hint=HINT, error=MarkinesModelError
-        )
+        bundle = read_model(path, {KIND: (FORMAT_VERSION,)}, what="Markines model", hint=HINT, error=MarkinesModelError)
         try:
             parts = {str(m): MarkinesPart.from_bundle(p) for m, p in bundle["parts"].items()}
             unknown = set(parts) - set(MODES)

@@ -185,7 +185,10 @@ def make_strategy(name: str, settings: Any, resolve_path: Callable[[str], Path])
     from focused.errors import ConfigError
     from focused.learning.markines import SELECTIONS, MarkinesModel, MarkinesModelError
 
-    classifier, mode = parse_name(name)
+    try:
+        classifier, mode = parse_name(name)
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
     path = settings.get("FOCUSED_MARKINES_MODEL") or ""
     if path:
         try:
