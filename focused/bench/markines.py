@@ -55,6 +55,8 @@ def _needs_model(strategy: str) -> bool:
 
 def _spec(config: MarkinesBench, track: Track, case: Case, strategy: str, proxy: str, model: Path | None) -> CrawlSpec:
     name = f"{track.name}-{case.group}-{case.topic}-{strategy}".replace("/", "_").replace(":", "-")
+    if strategy.startswith("markines:") and config.selection != "df":
+        name += f"-{config.selection}"
     settings: dict[str, Any] = {"FOCUSED_LOG_EVERY": 250, "FOCUSED_ALLOW_INTERNAL": "127.0.0.0/8,::1"}
     if model is not None:
         settings["FOCUSED_MARKINES_MODEL"] = str(model)
