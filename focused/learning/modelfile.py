@@ -60,6 +60,7 @@ KIND_NAMES = {
     "crossfit": "a cross-fitted critic",
     "apprentice": "an apprentice learner (Apprentice.save)",
     "apprentice-model": "a frozen apprentice model (ApprenticeModel.save)",
+    "markines": "Markines classifiers (focused train-markines)",
 }
 _PLACEHOLDER = "__array__"
 _ZIP_MAGIC = b"PK\x03\x04"
