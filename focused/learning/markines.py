@@ -9,7 +9,7 @@ each with three classifiers over the *presence* of k selected words:
 * ``nb``: Bernoulli ("binomial") naive Bayes, Laplace smoothing. It is linear in the
   presence vector, so it is stored as ``coef`` and ``intercept`` and Pr(on topic | x) =
   σ(coef·x + intercept);
-* ``svm``: a linear SVM (liblinear, hinge loss, balanced class weights) whose decision
+* ``svm``: a linear SVM (liblinear, squared hinge loss, balanced class weights) whose decision
   value f(x) = coef·x + intercept is mapped to a probability by Platt's sigmoid
   1 / (1 + exp(a f + b)), with a and b fitted on 3-fold cross-validated decision values
   (Platt's smoothed targets);

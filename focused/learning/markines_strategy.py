@@ -18,7 +18,6 @@ Scrapy-free.
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
@@ -82,7 +81,6 @@ class OnlineMarkines:
         self._part: MarkinesPart | None = None
         self._future: Future[MarkinesPart] | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="focused-markines")
-        self._lock = threading.Lock()
 
     @property
     def part(self) -> MarkinesPart | None:
