@@ -28,6 +28,8 @@ COMMAND_MODULES = (
     "apprentice",
     "convert",
     "report",
+    "markines",
+    "train_topic",
 )
 
 

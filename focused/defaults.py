@@ -173,3 +173,15 @@ FOCUSED_INTELLIGENT_RESCORE_EVERY = 10
 FOCUSED_INTELLIGENT_LOAD = ""
 #: Save the statistics K here when the crawl closes (``-a save_knowledge=FILE``, .npz, never a pickle).
 FOCUSED_INTELLIGENT_SAVE = ""
+
+#: Markines classifiers (``-a strategy=markines:{nb,svm,cosine}-{link,page}``, docs/markines.md).
+#: A model file from ``focused train-markines`` (``-a markines=FILE``): frozen offline classifiers;
+#: empty: learn online from the critic's verdicts on fetched targets.
+FOCUSED_MARKINES_MODEL = ""
+#: Online learning: feature selection ``df`` or ``mi``, top K words, refit every BATCH new instances once
+#: there are MIN_INSTANCES (of both classes); a target is on topic when Pr(c*|v) >= THRESHOLD.
+FOCUSED_MARKINES_SELECTION = "df"
+FOCUSED_MARKINES_K = 500
+FOCUSED_MARKINES_BATCH = 200
+FOCUSED_MARKINES_MIN_INSTANCES = 200
+FOCUSED_MARKINES_THRESHOLD = 0.5

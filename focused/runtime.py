@@ -130,6 +130,10 @@ class CrawlRuntime:
             return strategy
         if name in ("apprentice", "apprentice-offline"):
             return ApprenticeStrategy(self._online_apprentice(offline=name == "apprentice-offline"), name)
+        if name.startswith("markines:"):
+            from focused.learning.markines_strategy import make_strategy
+
+            return make_strategy(name, self.settings, project_path)
         raise ConfigError(f"unknown strategy {name!r}; valid strategies: {', '.join(STRATEGIES)}")
 
     def _online_apprentice(self, *, offline: bool) -> OnlineApprentice:

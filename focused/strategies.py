@@ -17,9 +17,12 @@ from focused.learning.critic import Topic, Verdict
 from focused.learning.htmlpage import ParsedPage
 from focused.learning.online import LinkPayload, OnlineApprentice
 
+#: The Markines et al. classifiers (focused.learning.markines_strategy) are ``markines:CLASSIFIER-MODE``.
+MARKINES_STRATEGIES = tuple(f"markines:{c}-{m}" for m in ("link", "page") for c in ("nb", "svm", "cosine"))
 STRATEGIES = (
     "bfs", "baseline", "oracle", "oracle-lookahead", "apprentice", "apprentice-offline",
     "intelligent", "intelligent:content", "intelligent:url", "intelligent:link", "intelligent:sibling",
+    *MARKINES_STRATEGIES,
 )  # fmt: skip
 
 

@@ -61,6 +61,7 @@ KIND_NAMES = {
     "apprentice": "an apprentice learner (Apprentice.save)",
     "apprentice-model": "a frozen apprentice model (ApprenticeModel.save)",
     "intelligent": "intelligent-crawl statistics K (-a save_knowledge=FILE)",
+    "markines": "Markines classifiers (focused train-markines)",
 }
 _PLACEHOLDER = "__array__"
 _ZIP_MAGIC = b"PK\x03\x04"
