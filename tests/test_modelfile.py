@@ -355,7 +355,7 @@ def test_a_crawl_refuses_a_crafted_pickle_in_one_line(argument: str, tmp_path: P
         args += ["-a", f"model={DEFAULT_MODEL}"]
     proc = run_scrapy(*args)
     assert proc.returncode == 1, proc.stderr[-3000:]
-    errors = [line for line in proc.stderr.splitlines() if " ERROR: " in line]
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]  # start-up validation: one line
     assert len(errors) == 1, proc.stderr[-3000:]
     assert str(evil) in errors[0] and "focused convert-model" in errors[0]
     assert "Traceback" not in proc.stderr
@@ -367,7 +367,7 @@ def test_a_crawl_reports_a_corrupt_model_in_one_line(tmp_path: Path) -> None:
     bad.write_bytes(DEFAULT_MODEL.read_bytes()[:5000])
     proc = run_scrapy("-a", "topic=course", "-a", "seeds=http://a.test/", "-a", f"model={bad}")
     assert proc.returncode == 1
-    errors = [line for line in proc.stderr.splitlines() if " ERROR: " in line]
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]  # start-up validation: one line
     assert len(errors) == 1 and "corrupt or truncated" in errors[0] and "make models" in errors[0], proc.stderr
     assert "Traceback" not in proc.stderr
 

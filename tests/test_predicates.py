@@ -114,7 +114,7 @@ def test_scrapy_crawl_with_a_bad_predicate_exits_1_with_one_line(critic, tmp_pat
         cwd=PROJECT_ROOT, env=env, capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert proc.returncode == 1
-    errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]
+    errors = [line for line in proc.stderr.splitlines() if line.strip()]  # start-up validation: one line
     assert len(errors) == 1 and "bad predicate at position 18" in errors[0], proc.stderr
     assert "expected ')' to close the '(' at position 12" in errors[0]
     assert "Traceback" not in proc.stderr
