@@ -197,7 +197,12 @@ def plot(result: dict[str, Any], out: Path, *, what: str = "true labels") -> lis
         for ax in list(axes.flat)[len(topics) :]:
             ax.axis("off")
         axes.flat[0].legend(fontsize=7)
-        fig.suptitle(f"{track}: cumulative loss ({what}), mean over cases")
+        several = any(
+            sum(1 for r in runs if r["topic"] == t and r["strategy"] == s) > 1
+            for t in topics
+            for s in result["config"]["strategies"]
+        )
+        fig.suptitle(f"{track}: cumulative loss ({what})" + (", mean over cases" if several else ""))
         fig.tight_layout()
         path = out / f"loss-{track}.png"
         fig.savefig(path, dpi=110)
