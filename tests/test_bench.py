@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from focused.bench.metrics import Curve, gap_closure
@@ -105,3 +107,21 @@ def test_gap_closure_against_the_better_oracle_and_on_mean_harvests():
     summary = summarize(runs, ("baseline", "apprentice", "oracle", "oracle-lookahead"))["t"]
     assert summary["gap_closure"]["apprentice"][100] == pytest.approx((0.025 + 0.5) / 2, abs=1e-3)
     assert summary["gap_closure_of_means"]["apprentice"][100] == pytest.approx((0.355 - 0.15) / 0.6, abs=1e-3)
+
+
+@pytest.mark.parametrize(
+    ("stats", "reused"),
+    [
+        ({"finish_reason": "focused_max_pages", "focused/pages": 250}, True),
+        ({"finish_reason": "finished", "focused/pages": 0}, False),  # its replay was gone: crawl again
+        ({"finish_reason": "shutdown", "focused/pages": 120}, False),
+    ],
+)
+def test_only_a_crawl_that_finished_with_pages_is_reused(tmp_path, stats, reused):
+    from focused.bench.runner import CrawlSpec, stats_path
+    from focused.bench.suite import reuse_crawl
+
+    spec = CrawlSpec("c", "course", "baseline", ("http://a.test/",), tmp_path / "m.npz", "", tmp_path / "c.sqlite", 250)
+    spec.db.write_bytes(b"")
+    stats_path(spec).write_text(json.dumps(stats))
+    assert (reuse_crawl(spec) is not None) is reused

@@ -124,12 +124,14 @@ def _spec(config: BenchConfig, track: Track, case: Case, strategy: str, proxy: s
 
 
 def reuse_crawl(spec: CrawlSpec) -> CrawlResult | None:
-    """The result of an earlier identical crawl (same name and output), if it finished."""
+    """The result of an earlier identical crawl (same name and output), if it finished with pages."""
     stats_file = stats_path(spec)
     if not (spec.db.exists() and stats_file.exists()):
         return None
     stats = json.loads(stats_file.read_text())
     if stats.get("finish_reason") not in ("finished", "focused_max_pages"):
+        return None
+    if not stats.get("focused/pages"):  # "finished" without a page: its replay was gone; crawl it again
         return None
     logger.info("reusing %s", spec.db.name)
     return CrawlResult(spec, 0, float(stats.get("elapsed_time_seconds", 0.0)), spec.db.with_suffix(".log"), stats)
