@@ -37,7 +37,7 @@ import redis
 from focused.bench.frontier import request_key
 from focused.bench.rescoring import rescore_study
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, scrapy_command, stats_path
-from focused.bench.wikiweb import HOST, MODEL, SEED_URL, TOPIC, bench_run, cpu_children, md_row, read_only
+from focused.bench.wikiweb import HOST, bench_run, cpu_children, md_row, read_only, wiki_spec
 from focused.frontier import redis_lua
 
 
@@ -111,16 +111,8 @@ def round_trips(before: dict[str, int], after: dict[str, int], script_commands: 
 
 
 def _spec(config: DistributedBenchConfig, proxy: str, name: str, max_pages: int, **settings: Any) -> CrawlSpec:
-    return CrawlSpec(
-        name=name,
-        topic=TOPIC,
-        strategy="baseline",
-        seeds=(SEED_URL,),
-        model=MODEL,
-        proxy=proxy,
-        db=config.out / "cache" / "crawls" / f"{name}.sqlite",
-        max_pages=max_pages,
-        settings={"FOCUSED_REPLAY_CONCURRENCY": config.concurrency, **settings},
+    return wiki_spec(
+        config.out, proxy, name, "baseline", concurrency=config.concurrency, max_pages=max_pages, **settings
     )
 
 

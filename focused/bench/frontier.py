@@ -42,7 +42,7 @@ from scrapy.utils.request import fingerprint
 
 from focused.bench.rescoring import STORES, rescore_study
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl, scrapy_command, stats_path
-from focused.bench.wikiweb import HOST, MODEL, SEED_URL, TOPIC, bench_run, cpu_children, md_row, read_only
+from focused.bench.wikiweb import HOST, bench_run, cpu_children, md_row, read_only, wiki_spec
 from focused.frontier.sqlite import DONE, IN_FLIGHT, WAITING
 from focused.scheduler import STORE_FILE
 
@@ -71,17 +71,7 @@ class FrontierBenchConfig:
 def _spec(
     config: FrontierBenchConfig, proxy: str, name: str, strategy: str, max_pages: int, **settings: Any
 ) -> CrawlSpec:
-    return CrawlSpec(
-        name=name,
-        topic=TOPIC,
-        strategy=strategy,
-        seeds=(SEED_URL,),
-        model=MODEL,
-        proxy=proxy,
-        db=config.out / "cache" / "crawls" / f"{name}.sqlite",
-        max_pages=max_pages,
-        settings={"FOCUSED_REPLAY_CONCURRENCY": config.concurrency, **settings},
-    )
+    return wiki_spec(config.out, proxy, name, strategy, concurrency=config.concurrency, max_pages=max_pages, **settings)
 
 
 def _fresh_jobdir(config: FrontierBenchConfig, name: str) -> Path:

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, scrapy_command, stats_path
-from focused.bench.wikiweb import MODEL, SEED_URL, TOPIC, bench_run, md_row
+from focused.bench.wikiweb import MODEL, TOPIC, bench_run, md_row, wiki_spec
 
 CRAWLERS = (("plain", "plain", "baseline"), ("baseline", "focused", "baseline"), ("default", "focused", "apprentice"))
 
@@ -90,23 +90,8 @@ def vm_hwm_kb(pid: int | str = "self") -> int:
 
 
 def _spec(config: SpeedBenchConfig, proxy: str, name: str, spider: str, strategy: str, **settings: Any) -> CrawlSpec:
-    return CrawlSpec(
-        name=name,
-        topic=TOPIC,
-        strategy=strategy,
-        seeds=(SEED_URL,),
-        model=MODEL,
-        proxy=proxy,
-        db=config.out / "cache" / "crawls" / f"{name}.sqlite",
-        max_pages=0,
-        spider=spider,
-        settings={
-            "FOCUSED_REPLAY_CONCURRENCY": config.concurrency,
-            "FOCUSED_LOG_EVERY": 0,
-            "CLOSESPIDER_PAGECOUNT": config.responses,
-            **settings,
-        },
-    )
+    settings = {"FOCUSED_LOG_EVERY": 0, "CLOSESPIDER_PAGECOUNT": config.responses, **settings}
+    return wiki_spec(config.out, proxy, name, strategy, concurrency=config.concurrency, spider=spider, **settings)
 
 
 def throughput(config: SpeedBenchConfig, proxy: str) -> dict[str, Any]:

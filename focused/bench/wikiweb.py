@@ -15,12 +15,38 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from focused.bench.runner import PROJECT_ROOT
+from focused.bench.runner import PROJECT_ROOT, CrawlSpec
 
 HOST = "wikischools.test"
 SEED_URL = f"http://{HOST}/wiki/Physics"
 TOPIC = "Science.Physics"
 MODEL = PROJECT_ROOT / "models" / "wiki-topics.npz"
+
+
+def wiki_spec(
+    out: Path,
+    proxy: str,
+    name: str,
+    strategy: str,
+    *,
+    concurrency: int,
+    max_pages: int = 0,
+    spider: str = "focused",
+    **settings: Any,
+) -> CrawlSpec:
+    """A crawl of the replay from the shared seed and topic; its database in ``out/cache/crawls``."""
+    return CrawlSpec(
+        name=name,
+        topic=TOPIC,
+        strategy=strategy,
+        seeds=(SEED_URL,),
+        model=MODEL,
+        proxy=proxy,
+        db=out / "cache" / "crawls" / f"{name}.sqlite",
+        max_pages=max_pages,
+        spider=spider,
+        settings={"FOCUSED_REPLAY_CONCURRENCY": concurrency, **settings},
+    )
 
 
 def cpu_children() -> float:
