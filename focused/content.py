@@ -10,6 +10,7 @@ Skipped responses are counted in ``focused/skipped/binary``.
 from __future__ import annotations
 
 import logging
+import re
 from typing import TYPE_CHECKING
 
 from scrapy.exceptions import IgnoreRequest
@@ -27,7 +28,9 @@ STAT = "focused/skipped/binary"
 SAMPLE_BYTES = 65536
 #: Text in any real encoding has almost no replacement or control characters; random bytes have ~25% or more.
 MAX_BAD_RATIO = 0.05
-_ALLOWED_CONTROLS = frozenset("\t\n\r\f\v")
+#: What no text has: the replacement character of an undecodable byte, and the C0 and C1 controls
+#: other than tab, line feed, vertical tab, form feed and carriage return.
+_BAD_CHAR = re.compile("[\ufffd\x00-\x08\x0e-\x1f\x7f-\x9f]")
 
 
 def looks_binary(body: bytes, encoding: str) -> bool:
@@ -44,8 +47,7 @@ def looks_binary(body: bytes, encoding: str) -> bool:
         text = sample.decode("utf-8", errors="replace")
     if not text:
         return False
-    bad = sum(1 for c in text if c == "\ufffd" or (c < " " and c not in _ALLOWED_CONTROLS) or "\x7f" <= c <= "\x9f")
-    return bad > MAX_BAD_RATIO * len(text)
+    return len(_BAD_CHAR.findall(text)) > MAX_BAD_RATIO * len(text)
 
 
 class BinaryBodyMiddleware:

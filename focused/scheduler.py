@@ -52,6 +52,7 @@ from twisted.internet import task
 from twisted.internet.base import DelayedCall
 
 from focused import signals
+from focused.fingerprints import UrlFingerprints
 from focused.errors import ConfigError
 from focused.frontier.memory import MemoryStore
 from focused.frontier.payloads import decode_payload, encode_payload
@@ -113,7 +114,7 @@ class FocusedScheduler:
         self._logged_duplicate = False
         self.store_name = store_name(settings, jobdir)
         self.commit_seconds = settings.getfloat("FOCUSED_FRONTIER_COMMIT_SECONDS", 1.0)
-        self._fingerprint = crawler.request_fingerprinter.fingerprint
+        self._fingerprint = UrlFingerprints(crawler.request_fingerprinter)
         self.store: FrontierStore = MemoryStore()  # replaced in open()
         self.spider: Spider | None = None
         self._opened = False

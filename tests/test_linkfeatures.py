@@ -284,3 +284,47 @@ def test_hash_ids_are_fixed_values():
     # Python's salted hash() would change these in every process; MurmurHash3 with seed 0 must not,
     # or stored frontier entries and saved models would silently stop matching.
     assert compact(["course@0", "home@-1", "cls:Science"], 2**20).tolist() == [316961, 696281, 1000695]
+
+
+def _pages_for_ids() -> list[tuple[str, str]]:
+    """Pages with repeated targets, empty anchors, nested anchors, <base>, links near the edges."""
+    body = "".join(
+        f'<p>Item {i} of the <b>course</b> list <a href="/c{i % 7}.html">CS {i} Operating systems</a> '
+        f'and <a href="#top"></a><a href="mailto:x@y.test">mail</a> text after {i}</p>'
+        for i in range(30)
+    )
+    return [
+        ("http://a.test/dept/", f"<html><head><title>Dept</title></head><body>{body}</body></html>"),
+        (
+            "http://b.test/x/y.html",
+            '<base href="http://b.test/base/"><a href="z">z<a href="q">nested</a></a> lone words'
+            '<table><tr><td><a href="t1">one</a></td><td></td><td><a href="t1">one again</a></td></tr></table>',
+        ),
+        ("http://c.test/", "<p>no links at all, just text</p>"),
+        ("http://d.test/", '<a href="/only">only</a>'),
+    ]
+
+
+@pytest.mark.parametrize("d_max", [0, 2, 5])
+def test_page_link_ids_equal_the_hashed_feature_strings(d_max: int) -> None:
+    from focused.learning.hashing import FeatureIds
+    from focused.learning.htmlpage import parse_page
+    from focused.learning.linkfeatures import class_features, compact_many, extract_link_features
+    from focused.learning.linkids import OffsetTable, page_link_ids, with_extra
+
+    extra = class_features(["Science.Physics", "Science.Chemistry"])
+    for n_features in (2**20, 1024):
+        for url, html in _pages_for_ids():
+            page = extract_link_features(html, url, d_max=d_max)
+            urls, ids, anchors = page_link_ids(parse_page(html), url, d_max, n_features)
+            assert urls == page.urls and anchors == page.anchors
+            expected = compact_many([f + extra for f in page.features] + [extra], n_features)
+            extra_ids = np.asarray(FeatureIds(n_features).ids(extra), dtype=np.int32)
+            got = with_extra([*ids, None], extra_ids)
+            assert len(got) == len(expected)
+            for a, b in zip(got, expected, strict=True):
+                assert a.dtype == np.int32 and np.array_equal(a, b)
+    # a full token table starts afresh and still gives the same ids
+    small = OffsetTable(FeatureIds(2**20), d_max, max_tokens=3)
+    words = ["course", "home", "page", "course"]
+    assert np.array_equal(small.rows(words)[:, d_max], FeatureIds(2**20).ids(f"{w}@0" for w in words))

@@ -4,7 +4,7 @@ Scrapy-free. K holds what the paper lists (§4): the pages crawled so far N_t an
 those satisfying the predicate N_c; per word i the pages containing it n_i and
 the satisfying ones n_i^C; per URL token i the same, m_i and m_i^C; the crawled
 links by type, N_pp, N_pn, N_np, N_nn (source/target satisfying or not). Words
-and tokens are hashed (MurmurHash3, scikit-learn's ``FeatureHasher``), so K
+and tokens are hashed (MurmurHash3, scikit-learn's ``FeatureHasher`` ids), so K
 needs no vocabulary and two crawls' K add up.
 
 An interest ratio is I(C, E) = P(C|E) / P(C): how much more likely a candidate
@@ -38,8 +38,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from sklearn.feature_extraction import FeatureHasher
 
+from focused.learning.hashing import feature_ids
 from focused.learning.modelfile import ModelFileError, read_model, save_model
 
 __all__ = [
@@ -85,19 +85,9 @@ def url_tokens(url: str) -> list[str]:
     return list(dict.fromkeys(p for p in parts if p))
 
 
-_hashers: dict[int, FeatureHasher] = {}
-
-
 def hash_tokens(tokens: Iterable[str], dims: int) -> np.ndarray:
     """Sorted unique hashed ids (int32) of ``tokens``: the presence of each token, not its count."""
-    hasher = _hashers.get(dims)
-    if hasher is None:
-        hasher = _hashers[dims] = FeatureHasher(n_features=dims, input_type="string", alternate_sign=False)
-    toks = list(tokens)
-    if not toks:
-        return np.zeros(0, dtype=np.int32)
-    X = hasher.transform([toks])
-    return np.unique(X.indices).astype(np.int32)
+    return np.unique(np.asarray(feature_ids(dims).ids(tokens), dtype=np.int32))
 
 
 def interest_ratios(

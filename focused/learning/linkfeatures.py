@@ -52,8 +52,8 @@ from urllib.parse import urljoin
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction import FeatureHasher
 
+from focused.learning.hashing import feature_ids
 from focused.learning.htmlpage import ParsedPage, parse_page
 
 logger = logging.getLogger(__name__)
@@ -151,7 +151,7 @@ def extract_link_features(
     page = PageLinks(d_max=d_max, offsets=offsets)
     if parsed is None:
         try:
-            parsed = parse_page(html if isinstance(html, str) else _decode(html, encoding))
+            parsed = parse_page(html if isinstance(html, str) else decode_html(html, encoding))
         except Exception:  # libxml2 and the decoders have many ways to fail
             logger.debug("Could not parse %s", base_url, exc_info=True)
             return page
@@ -200,7 +200,7 @@ def resolve_links(parsed: ParsedPage, base_url: str, upto: int | None = None) ->
     return out
 
 
-def _decode(data: bytes, encoding: str | None) -> str:
+def decode_html(data: bytes, encoding: str | None) -> str:
     """Bytes to text: given encoding, else BOM, else declared charset, else UTF-8, else windows-1252."""
     candidates: list[str] = []
     if encoding:
@@ -332,19 +332,14 @@ def cocitation_features(
     return out
 
 
-def _hasher(n_features: int) -> FeatureHasher:
-    return FeatureHasher(n_features=n_features, input_type="string", alternate_sign=False)
-
-
 def hash_features(feature_lists: Sequence[Sequence[str]], n_features: int = N_FEATURES) -> sp.csr_matrix:
     """Hash lists of feature strings into a CSR count matrix (one row per list).
 
-    MurmurHash3 with a fixed seed (scikit-learn's ``FeatureHasher``), so ids are
-    the same in every process and workers need no shared vocabulary.
+    MurmurHash3 with a fixed seed, scikit-learn's ``FeatureHasher`` ids
+    (:mod:`focused.learning.hashing`), so ids are the same in every process and
+    workers need no shared vocabulary.
     """
-    if len(feature_lists) == 0:
-        return sp.csr_matrix((0, n_features), dtype=np.float64)
-    return sp.csr_matrix(_hasher(n_features).transform(feature_lists))
+    return feature_ids(n_features).counts(feature_lists)
 
 
 def compact(features: Sequence[str], n_features: int = N_FEATURES) -> np.ndarray:
@@ -356,10 +351,7 @@ def compact_many(feature_lists: Sequence[Sequence[str]], n_features: int = N_FEA
     """:func:`compact` for many lists at once (one hashing call)."""
     if len(feature_lists) == 0:
         return []
-    X = hash_features(feature_lists, n_features)
-    ids = np.repeat(X.indices.astype(np.int32), X.data.astype(np.int64))
-    lengths = np.asarray(X.sum(axis=1), dtype=np.int64).ravel()
-    return np.split(ids, np.cumsum(lengths)[:-1])
+    return feature_ids(n_features).sorted_rows(feature_lists)
 
 
 def from_compact(arrays: Sequence[np.ndarray], n_features: int = N_FEATURES) -> sp.csr_matrix:

@@ -8,7 +8,7 @@ subtree of the taxonomy or a union of them (:meth:`Critic.resolve_topic`), and
 a page's relevance is the posterior mass of the topic's classes.
 
 Features are word counts hashed into ``n_features`` buckets
-(``HashingVectorizer`` with :func:`focused.learning.text.tokenize`), so no
+(``HashingVectorizer``'s ids, :mod:`focused.learning.hashing`, of :func:`focused.learning.text.tokenize`), so no
 vocabulary is stored or shared. The model is the per-class feature counts
 (sparse, float32) plus the class counts; log-probabilities are rebuilt on load
 and kept sparse: with additive (Lidstone) smoothing ``log θ_ct = log(α + N_ct) − log Z_c``,
@@ -31,9 +31,9 @@ from typing import Any, TypeVar
 
 import numpy as np
 import scipy.sparse as sp
-from sklearn.feature_extraction.text import HashingVectorizer
 
 from focused.learning.calibration import HOLDOUT_FRACTION, fit_length_scale, stratified_split
+from focused.learning.hashing import feature_ids
 from focused.learning.modelfile import ModelFileError, read_model, save_model
 from focused.learning.text import tokenize
 from focused.learning.topics import Topic, UnknownTopicError, Verdict, resolve_topic, topics_of
@@ -104,7 +104,6 @@ class Critic:
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.examples: dict[str, list[str]] = {k: list(v) for k, v in (examples or {}).items()}
         self._class_index = {c: i for i, c in enumerate(classes)}
-        self._vectorizer = _vectorizer(self.n_features)
         self._rebuild()
 
     def _rebuild(self) -> None:
@@ -150,7 +149,7 @@ class Critic:
             raise ValueError(f"need pages of at least two classes, got {classes}")
         index = {c: i for i, c in enumerate(classes)}
         y = np.array([index[str(label)] for label in labels], dtype=np.int64)
-        X = _vectorizer(n_features).transform(texts)
+        X = _hash_texts(texts, n_features)
         info: dict[str, Any] = {
             "n_documents": len(y),
             "class_counts": {c: int(n) for c, n in zip(classes, np.bincount(y, minlength=len(classes)), strict=True)},
@@ -189,9 +188,7 @@ class Critic:
         """Hashed token counts of ``texts``, shape (n, n_features)."""
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of strings, not a string")
-        if len(texts) == 0:  # sklearn's hasher cannot transform an empty batch
-            return sp.csr_matrix((0, self.n_features), dtype=np.float64)
-        return self._vectorizer.transform(texts)
+        return _hash_texts(texts, self.n_features)
 
     def _log_likelihood(self, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """Per-class ``Σ_t n_t log θ_ct`` (n, n_classes) and page lengths ``L`` (n,)."""
@@ -384,16 +381,10 @@ def read_critic_file(
 # ---------------------------------------------------------------------- helpers
 
 
-def _vectorizer(n_features: int) -> HashingVectorizer:
-    return HashingVectorizer(
-        n_features=n_features,
-        alternate_sign=False,
-        norm=None,
-        tokenizer=tokenize,
-        lowercase=False,
-        token_pattern=None,
-        dtype=np.float64,
-    )
+def _hash_texts(texts: Sequence[str], n_features: int) -> sp.csr_matrix:
+    """Hashed token counts (float64 CSR): ``HashingVectorizer(tokenizer=tokenize, norm=None,
+    alternate_sign=False, lowercase=False)``'s matrix, computed by :mod:`focused.learning.hashing`."""
+    return feature_ids(n_features).counts([tokenize(text) for text in texts])
 
 
 def _counts(X: sp.csr_matrix, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, sp.csr_matrix]:

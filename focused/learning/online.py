@@ -4,7 +4,8 @@ Scrapy-free (the crawler's adapters are :class:`focused.strategies.ApprenticeStr
 and :class:`focused.feedback.RelevanceFeedback`). The loop of the paper's §2.2:
 
 1. When a page u is fetched, the ⟨t,d⟩ features of each of its links (u,v) are
-   extracted in one pass (:func:`~focused.learning.linkfeatures.extract_link_features`)
+   extracted in one pass (:func:`~focused.learning.linkids.page_link_ids`, the ids of
+   :func:`~focused.learning.linkfeatures.extract_link_features`)
    and kept as compact hashed ids, both with the waiting request (so the
    frontier can be re-scored) and here, keyed by v, until v is fetched.
 2. When v is fetched and the critic has judged it, every kept link (u,v)
@@ -37,8 +38,10 @@ from w3lib.url import safe_url_string
 from focused.learning.apprentice import Apprentice, ApprenticeModel, critic_views
 from focused.learning.critic import Critic, Topic
 from focused.learning.crossfit import CrossFitCritic
+from focused.learning.hashing import feature_ids
 from focused.learning.htmlpage import ParsedPage
-from focused.learning.linkfeatures import class_features, compact_many, extract_link_features
+from focused.learning.linkfeatures import class_features
+from focused.learning.linkids import page_link_ids, parse_for_links, with_extra
 from focused.priority import score_to_priority
 
 logger = logging.getLogger(__name__)
@@ -69,6 +72,8 @@ def page_key(url: str) -> str:
 
 #: ``snippet_critic(texts, target_urls) -> Pr(c*|text)``: the critic reading anchor texts.
 SnippetCritic = Callable[[Sequence[str], Sequence[str]], np.ndarray]
+#: Anchor texts whose relevance a snippet critic remembers (a fixed critic gives each text one value).
+SNIPPET_MEMO = 100_000
 
 
 def make_snippet_critic(critic: Critic | CrossFitCritic, topic: Topic) -> SnippetCritic:
@@ -82,7 +87,20 @@ def make_snippet_critic(critic: Critic | CrossFitCritic, topic: Topic) -> Snippe
         crossfit = critic
         return lambda texts, target_urls: crossfit.snippet_relevance(texts, topic, target_urls)
     plain = critic
-    return lambda texts, _target_urls: plain.snippet_relevance(texts, topic)
+    memo: dict[str, float] = {}  # anchor text -> relevance: a site's navigation repeats its anchors
+
+    def read(texts: Sequence[str], _target_urls: Sequence[str]) -> np.ndarray:
+        known = {text: memo.get(text) for text in texts}
+        missing = [text for text, value in known.items() if value is None]
+        if missing:
+            fresh = plain.snippet_relevance(missing, topic).tolist()
+            known.update(zip(missing, fresh, strict=True))
+            if len(memo) + len(missing) > SNIPPET_MEMO:
+                memo.clear()
+            memo.update(zip(missing, fresh, strict=True))
+        return np.fromiter((known[text] for text in texts), dtype=np.float64, count=len(texts))
+
+    return read
 
 
 class LinkPayload(NamedTuple):
@@ -196,19 +214,20 @@ class OnlineApprentice:
         normalised differently) gets only the page-level features and an empty
         anchor. ``parsed`` is the page's one parse, if the caller has it.
         """
-        page = extract_link_features(html, url, d_max=self.d_max, parsed=parsed)
+        if parsed is None:
+            parsed = parse_for_links(html, url)
+        n_features = self.learner.n_features
+        targets, target_ids, target_anchors = page_link_ids(parsed, url, self.d_max, n_features)
         by_key: dict[str, int] = {}
-        for i, target in enumerate(page.urls):
+        for i, target in enumerate(targets):
             by_key.setdefault(page_key(target), i)
         found = [by_key.get(page_key(link)) for link in links]
         extra = class_features(top_classes) if self.class_features else []
-        # one hashing call for the whole page: FeatureHasher's per-call overhead dominates per-link calls
-        ids = compact_many(
-            [(page.features[i] if i is not None else []) + extra for i in found], self.learner.n_features
-        )
+        extra_ids = np.asarray(feature_ids(n_features).ids(extra), dtype=np.int32)
+        ids = with_extra([target_ids[i] if i is not None else None for i in found], extra_ids)
         if self.snippet_critic is None:
             return [LinkPayload(x) for x in ids]
-        anchors = [page.anchors[i] if i is not None else "" for i in found]
+        anchors = [target_anchors[i] if i is not None else "" for i in found]
         side = critic_views(relevance, self.snippet_critic(anchors, links)).astype(np.float32)
         return [LinkPayload(x, s) for x, s in zip(ids, side, strict=True)]
 

@@ -1,0 +1,100 @@
+"""Hashed features, with scikit-learn's ids, at the cost of a dict look-up per known string.
+
+scikit-learn's ``FeatureHasher`` and ``HashingVectorizer`` (``alternate_sign=False``)
+map a feature string ``f`` to the column ``|murmurhash3_32(f)| mod n``; the crawler
+hashes a few thousand strings per page, mostly the same ones page after page
+("the@-1", a site's navigation words). :class:`FeatureIds` computes exactly those
+ids, remembers them for the strings it has seen (a bounded cache, started afresh
+when full), and builds the same CSR count matrices, so models trained with either
+agree. Scrapy-free.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterable, Sequence
+
+import numpy as np
+import scipy.sparse as sp
+from sklearn.utils import murmurhash3_32
+
+#: Distinct strings whose ids one :class:`FeatureIds` remembers (about 150 bytes each).
+MAX_CACHED = 250_000
+_INT32_MIN = -(2**31)
+
+
+class FeatureIds:
+    """Column ids of feature strings in an ``n_features``-wide hashed space."""
+
+    def __init__(self, n_features: int, max_cached: int = MAX_CACHED) -> None:
+        if n_features < 1:
+            raise ValueError(f"n_features must be at least 1, not {n_features}")
+        self.n_features = n_features
+        self.max_cached = max_cached
+        self._ids: dict[str, int] = {}
+
+    def uncached(self, features: Iterable[str]) -> list[int]:
+        """The ids of ``features``, computed without remembering them (for callers with a cache of their own)."""
+        n = self.n_features
+        out = []
+        for f in features:
+            h = murmurhash3_32(f, seed=0)
+            # scikit-learn's rule for the one value whose abs() overflows int32
+            out.append((2**31 - 1 - (n - 1)) % n if h == _INT32_MIN else abs(h) % n)
+        return out
+
+    def _compute(self, feature: str) -> int:
+        index = self.uncached((feature,))[0]
+        if len(self._ids) >= self.max_cached:
+            self._ids.clear()
+        self._ids[feature] = index
+        return index
+
+    def ids(self, features: Iterable[str]) -> list[int]:
+        """The id of each feature, in order (repeats kept)."""
+        known = self._ids.get
+        out = []
+        for f in features:
+            i = known(f)
+            out.append(self._compute(f) if i is None else i)
+        return out
+
+    def rows(self, feature_lists: Sequence[Iterable[str]]) -> tuple[np.ndarray, np.ndarray]:
+        """All ids of all lists concatenated (int64) and the row boundaries (``indptr``)."""
+        flat: list[int] = []
+        indptr = np.zeros(len(feature_lists) + 1, dtype=np.int64)
+        for row, features in enumerate(feature_lists):
+            flat.extend(self.ids(features))
+            indptr[row + 1] = len(flat)
+        return np.asarray(flat, dtype=np.int64), indptr
+
+    def counts(self, feature_lists: Sequence[Iterable[str]]) -> sp.csr_matrix:
+        """CSR count matrix (float64), one row per list: what ``FeatureHasher.transform`` returns.
+
+        Each distinct string of a list is looked up once (a page's text repeats its words).
+        """
+        tallies = [Counter(features) for features in feature_lists]
+        flat, indptr = self.rows([tally.keys() for tally in tallies])
+        data = np.fromiter(itertools.chain.from_iterable(t.values() for t in tallies), np.float64, len(flat))
+        X = sp.csr_matrix((data, flat.astype(np.int32), indptr), shape=(len(feature_lists), self.n_features))
+        X.sum_duplicates()  # sorts the indices too
+        return X
+
+    def sorted_rows(self, feature_lists: Sequence[Iterable[str]]) -> list[np.ndarray]:
+        """Each list's ids as a sorted int32 array, repeats kept (an id per occurrence)."""
+        flat, indptr = self.rows(feature_lists)
+        rows = np.repeat(np.arange(len(feature_lists), dtype=np.int64), np.diff(indptr))
+        flat = flat[np.lexsort((flat, rows))].astype(np.int32)
+        return np.split(flat, indptr[1:-1])
+
+
+_shared: dict[int, FeatureIds] = {}
+
+
+def feature_ids(n_features: int) -> FeatureIds:
+    """The process's :class:`FeatureIds` for ``n_features`` columns (one cache per width)."""
+    ids = _shared.get(n_features)
+    if ids is None:
+        ids = _shared[n_features] = FeatureIds(n_features)
+    return ids

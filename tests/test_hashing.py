@@ -1,0 +1,59 @@
+"""focused.learning.hashing gives scikit-learn's hashed matrices exactly, cached or not."""
+
+from __future__ import annotations
+
+import random
+import string
+
+import numpy as np
+import pytest
+from sklearn.feature_extraction import FeatureHasher
+from sklearn.feature_extraction.text import HashingVectorizer
+
+from focused.learning.hashing import FeatureIds
+from focused.learning.linkfeatures import compact_many
+from focused.learning.naive_bayes import _hash_texts
+from focused.learning.text import tokenize
+
+
+def _lists(seed: int = 0) -> list[list[str]]:
+    rng = random.Random(seed)
+    alphabet = string.ascii_letters + "éü中@:-0123456789"
+    lists = [
+        ["".join(rng.choice(alphabet) for _ in range(rng.randint(1, 12))) for _ in range(rng.randint(0, 30))]
+        for _ in range(200)
+    ]
+    return [*lists, ["a", "a", "b"], []]
+
+
+@pytest.mark.parametrize("n_features", [2**20, 2**18, 1000, 7])
+def test_counts_equal_feature_hasher(n_features: int) -> None:
+    lists = _lists()
+    expected = FeatureHasher(n_features=n_features, input_type="string", alternate_sign=False).transform(lists)
+    ids = FeatureIds(n_features, max_cached=50)  # a small cache: cleared several times on the way
+    for _ in range(2):  # computed, then (partly) cached
+        got = ids.counts(lists)
+        assert got.dtype == expected.dtype and got.shape == expected.shape
+        assert np.array_equal(got.indptr, expected.indptr) and np.array_equal(got.indices, expected.indices)
+        assert np.array_equal(got.data, expected.data)
+
+
+def test_sorted_rows_repeat_ids_per_occurrence() -> None:
+    lists = _lists(1)
+    X = FeatureHasher(n_features=2**20, input_type="string", alternate_sign=False).transform(lists)
+    rows = compact_many(lists)
+    assert len(rows) == len(lists)
+    for i, row in enumerate(rows):
+        start, end = X.indptr[i], X.indptr[i + 1]
+        assert row.dtype == np.int32
+        assert np.array_equal(row, np.repeat(X.indices[start:end], X.data[start:end].astype(int)))
+
+
+def test_texts_equal_hashing_vectorizer() -> None:
+    texts = ["CS 415: Operating Systems, Fall 1996", "", "Physik und Mathematik — Ångström", "a b c cs cs cs"]
+    vectorizer = HashingVectorizer(
+        n_features=2**18, alternate_sign=False, norm=None, tokenizer=tokenize, lowercase=False, token_pattern=None
+    )
+    expected = vectorizer.transform(texts)
+    got = _hash_texts(texts, 2**18)
+    assert (got != expected).nnz == 0 and np.array_equal(got.indices, expected.indices)
