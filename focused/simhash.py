@@ -1,9 +1,11 @@
 """Near-duplicate pages: 64-bit SimHash of the visible text, and an index that finds close ones.
 
 Plain Python and numpy, no Scrapy. Charikar's SimHash over the set of word
-bigrams of the text, lowercased, with every run of digits, month and weekday
-name read as ``0`` (so that pages that differ only by dates, counters or ids,
-a calendar's months, come out alike);
+bigrams of the text's words as the critic reads them
+(:func:`focused.learning.text.tokenize`: lowercased, no numbers, no one-letter
+words), with month and weekday names and every run of digits inside a word read
+as ``0`` (so that pages that differ only by dates, counters or ids, a calendar's
+months, come out alike);
 two pages are near-duplicates when their fingerprints differ in at most ``k``
 bits (Manku et al., WWW 2007, use k = 3 of 64). :class:`SimHashIndex` finds them
 without comparing every pair: split into k + 1 blocks, two fingerprints within
@@ -19,20 +21,17 @@ from collections import defaultdict
 
 import numpy as np
 
-_WORD = re.compile(r"\w+")
+from focused.learning.text import tokenize
+
 _DIGITS = re.compile(r"\d+")
 _MONTHS = "january february march april may june july august september october november december"
 _DAYS = "monday tuesday wednesday thursday friday saturday sunday"
 #: Dates read as ``0`` too: English month and weekday names and their three-letter abbreviations.
 _DATE_WORDS = frozenset(_MONTHS.split()) | frozenset(_DAYS.split()) | {w[:3] for w in (_MONTHS + " " + _DAYS).split()}
-#: Words read per page (from its first ``MAX_WORDS * 10`` characters): enough to tell pages apart,
-#: and about 2 ms on a long page (the reactor thread).
+#: Words read per page: enough to tell pages apart.
 MAX_WORDS = 3_000
 #: Pages with fewer bigrams than this get no fingerprint (too little text to tell).
 MIN_SHINGLES = 8
-
-
-_MASK64 = np.uint64(0xFFFFFFFFFFFFFFFF)
 
 
 def _mix64(x: np.ndarray) -> np.ndarray:
@@ -60,8 +59,8 @@ def _bigram_hashes(words: list[str]) -> np.ndarray:
 
 def simhash(text: str) -> int | None:
     """The page's 64-bit SimHash, or ``None`` for a page with too little text."""
-    words = _WORD.findall(_DIGITS.sub("0", text[: MAX_WORDS * 10].lower()))[:MAX_WORDS]
-    words = ["0" if w in _DATE_WORDS else w for w in words]
+    words = tokenize(text)[:MAX_WORDS]  # the critic's tokens, computed once for both
+    words = ["0" if w in _DATE_WORDS else w if w.isalpha() else _DIGITS.sub("0", w) for w in words]
     # A set, not counts: one frequent bigram ("0 0" of a phone list) would otherwise decide every bit.
     hashes = _bigram_hashes(words) if len(words) > 1 else np.zeros(0, dtype=np.uint64)
     if len(hashes) < MIN_SHINGLES:

@@ -25,6 +25,7 @@ import numpy as np
 STAGES = (
     "parse (tree, leaves, links)",
     "text",
+    "near-duplicate fingerprint",
     "critic",
     "link features",
     "anchor views",
@@ -40,6 +41,7 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
     from scrapy.utils.request import RequestFingerprinter
 
     from focused.crawldb import CrawlDB
+    from focused.fingerprints import UrlFingerprints
     from focused.frontier.memory import MemoryStore
     from focused.frontier.payloads import encode_payload
     from focused.frontier.store import Push
@@ -47,7 +49,9 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
     from focused.learning.critic import load_critic
     from focused.learning.htmlpage import ParsedPage, _number_leaves, _parse, collect_text, prepare
     from focused.learning.linkfeatures import compact_many, extract_link_features
+    from focused.learning.linkids import page_link_ids, with_extra
     from focused.learning.online import LinkPayload, OnlineApprentice, make_snippet_critic, page_key
+    from focused.simhash import simhash
     from focused.spiders.focused import FocusedSpider
 
     critic = load_critic(model)
@@ -66,8 +70,9 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
     warm = [p for r in docs[:200] for p in compact_many(extract_link_features(r.text, r.url).features)]
     learner.add(warm, rng.random(len(warm)), rng.normal(size=(len(warm), 2)))
     online.install(learner.fit())
-    fingerprint = RequestFingerprinter().fingerprint
+    fingerprint = UrlFingerprints(RequestFingerprinter())
     frontier = MemoryStore()
+    no_extra = np.zeros(0, dtype=np.int32)
     totals = dict.fromkeys(STAGES, 0.0)
     links_total = 0
     clock = time.process_time
@@ -84,33 +89,35 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
             t1 = clock()
             parsed.text = collect_text(root)
             t2 = clock()
-            verdict = critic.judge(parsed.text, target, url=response.url)
+            simhash(parsed.text)
             t3 = clock()
-            page = extract_link_features(html, response.url, d_max=5, parsed=parsed)
-            by_key = {page_key(u): i for i, u in reversed(list(enumerate(page.urls)))}
-            found = [by_key.get(page_key(link)) for link in links]
-            ids = compact_many([page.features[i] if i is not None else [] for i in found], learner.n_features)
+            verdict = critic.judge(parsed.text, target, url=response.url)
             t4 = clock()
-            anchors = [page.anchors[i] if i is not None else "" for i in found]
+            targets, target_ids, target_anchors = page_link_ids(parsed, response.url, 5, learner.n_features)
+            by_key = {page_key(u): i for i, u in reversed(list(enumerate(targets)))}
+            found = [by_key.get(page_key(link)) for link in links]
+            ids = with_extra([target_ids[i] if i is not None else None for i in found], no_extra)
+            t5 = clock()
+            anchors = [target_anchors[i] if i is not None else "" for i in found]
             side = critic_views(verdict.relevance, snippet(anchors, links)).astype(np.float32)
             payloads = [LinkPayload(x, s) for x, s in zip(ids, side, strict=True)]
-            t5 = clock()
-            scores = online.score(payloads) or []
             t6 = clock()
+            scores = online.score(payloads) or []
+            t7 = clock()
             pushes = []
             for url, score, payload in zip(links, scores, payloads, strict=True):
                 request = Request(url, meta={"focused_parent": response.url}, priority=int(score * 1e6))
                 pushes.append(Push(fingerprint(request).hex(), request, request.priority, encode_payload(payload)))
             frontier.push_many(pushes)
-            t7 = clock()
+            t8 = clock()
             db.add_page(
                 url=response.url, fetch_order=order + 1, parent=None, depth=0, status=200,
                 content_type="text/html", title=parsed.title, relevance=verdict.relevance,
                 predicted_class=verdict.predicted_class, top_classes=verdict.top_classes, links=links, html=html,
             )  # fmt: skip
             zlib.compress(html.encode("utf-8"), 6)  # what the writer thread does with it
-            t8 = clock()
-            marks = (t0, t1, t2, t3, t4, t5, t6, t7, t8)
+            t9 = clock()
+            marks = (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9)
             for k, stage in enumerate(STAGES):
                 totals[stage] += marks[k + 1] - marks[k]
             links_total += len(links)

@@ -46,13 +46,9 @@ class OffsetTable:
         if len(self._row) + len(tokens) > self.max_tokens:
             self._row.clear()
         where = self._row
-        idx = []
-        for tok in tokens:
-            i = where.get(tok)
-            if i is None:
-                i = where[tok] = self._add(tok)
-            idx.append(i)
-        return self._table[idx]
+        for tok in set(tokens).difference(where):  # the new ones (set operations: no Python loop per token)
+            where[tok] = self._add(tok)
+        return self._table[list(map(where.__getitem__, tokens))]
 
     def _add(self, tok: str) -> int:
         i = len(self._row)

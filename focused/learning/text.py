@@ -89,4 +89,17 @@ def tokenize(text: str) -> list[str]:
     >>> tokenize("CS 415: Operating Systems, Fall 1996 (e-mail CS415-TAs)")
     ['cs', 'operating', 'systems', 'fall', 'mail', 'cs415', 'tas']
     """
-    return [tok for tok in _WORD.findall(text.lower()) if len(tok) > 1 and not tok.isdigit()]
+    global _last
+    last = _last
+    if text is last[0]:  # the same page text again (the near-duplicate check, then the critic)
+        return list(last[1])
+    tokens = [tok for tok in _WORD.findall(text.lower()) if len(tok) > 1 and not tok.isdigit()]
+    if len(text) >= _REMEMBER_CHARS:
+        _last = (text, tokens)
+        return list(tokens)
+    return tokens
+
+
+#: The last page-sized text tokenized and its tokens: a page's text is read by two components.
+_last: tuple[str | None, list[str]] = (None, [])
+_REMEMBER_CHARS = 1_000
