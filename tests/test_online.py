@@ -166,3 +166,34 @@ def test_link_payloads_round_trip_as_bytes_and_damage_is_refused():
     for damaged in (b"", data[:3], data[:-1], data + b"\x00"):
         with pytest.raises(ValueError):
             LinkPayload.from_bytes(damaged)
+
+
+def test_store_payloads_keep_sorted_ids_as_gaps_and_anything_else_as_written():
+    import numpy as np
+
+    from focused.frontier.payloads import decode_payload, encode_payload
+    from focused.learning.online import LinkPayload
+
+    side = np.array([0.25, -2.0], np.float32)
+    cases = [
+        LinkPayload(np.array([1, 1, 4, 60_000, 125_000], np.int32), side),  # sorted, repeats, gaps < 65,536
+        LinkPayload(np.array([3, 1, 4], np.int32), side),  # unsorted: written as is
+        LinkPayload(np.array([5, 200_000], np.int32)),  # a gap over 65,535
+        LinkPayload(np.zeros(0, np.int32)),
+    ]
+    for payload in cases:
+        data = encode_payload(payload)
+        back = decode_payload(data)
+        assert isinstance(back, LinkPayload) and back.ids.dtype == np.int32
+        assert back.ids.tolist() == payload.ids.tolist()
+        assert (back.side is None) == (payload.side is None)
+        if payload.side is not None:
+            assert back.side.tolist() == payload.side.tolist()
+    compact, plain = encode_payload(cases[0]), b"L" + cases[0].to_bytes()
+    assert compact[:1] == b"D" and len(compact) < len(plain)
+    assert encode_payload(cases[1])[:1] == b"L" and encode_payload(cases[2])[:1] == b"L"
+    assert decode_payload(plain).ids.tolist() == cases[0].ids.tolist()  # stores written before still read
+    for damaged in (compact[:4], compact[:-1], compact + b"\x00"):
+        with pytest.raises(ValueError):
+            decode_payload(damaged)
+    assert decode_payload(encode_payload({"a": 1})) == {"a": 1} and decode_payload(encode_payload(b"x")) == b"x"

@@ -9,6 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from focused.frontier.compact import RequestPacker
 from focused.frontier.heap import Entry, Frontier
 from focused.frontier.store import Popped, Push, PushResult, Rescorer
 
@@ -24,6 +25,7 @@ class MemoryStore:
         self._seen: set[str] = set()
         self._leased: dict[str, Entry[Any]] = {}
         self._meta: dict[str, Any] = {}
+        self._packer = RequestPacker()  # waiting requests kept as tuples (compact.py)
 
     def push_many(self, pushes: Sequence[Push]) -> list[PushResult]:
         results = []
@@ -35,7 +37,7 @@ class MemoryStore:
                 results.append(PushResult.SEEN)
             else:
                 self._seen.add(push.key)
-                self.heap.push(push.key, push.item, push.priority, push.payload)
+                self.heap.push(push.key, self._packer.pack(push.item), push.priority, push.payload)
                 results.append(PushResult.NEW)
         return results
 
@@ -43,7 +45,7 @@ class MemoryStore:
         out: list[Popped] = []
         while len(out) < n and (entry := self.heap.pop()) is not None:
             self._leased[entry.key] = entry
-            out.append(Popped(entry.key, entry.item, entry.priority))
+            out.append(Popped(entry.key, self._packer.unpack(entry.item, entry.priority), entry.priority))
         return out
 
     def ack_many(self, keys: Iterable[str]) -> None:

@@ -10,15 +10,22 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import numpy as np
+
 from focused.learning.online import LinkPayload
 
-_LINK, _JSON, _BYTES = b"L", b"J", b"B"
+_LINK, _DELTAS, _JSON, _BYTES = b"L", b"D", b"J", b"B"
 
 
 def encode_payload(payload: Any) -> bytes:
-    """Bytes for a store; ``TypeError`` for a value that is neither a link payload, bytes nor JSON-able."""
+    """Bytes for a store; ``TypeError`` for a value that is neither a link payload, bytes nor JSON-able.
+
+    A link payload whose ids are sorted (as the crawler makes them) is kept as 2-byte gaps between
+    consecutive ids, half the bytes of :meth:`LinkPayload.to_bytes` (a waiting URL's largest part),
+    when every gap fits; otherwise as ``to_bytes``.
+    """
     if isinstance(payload, LinkPayload):
-        return _LINK + payload.to_bytes()
+        return _compact(payload) or _LINK + payload.to_bytes()
     if isinstance(payload, bytes | bytearray):
         return _BYTES + bytes(payload)
     return _JSON + json.dumps(payload, separators=(",", ":")).encode()
@@ -27,6 +34,8 @@ def encode_payload(payload: Any) -> bytes:
 def decode_payload(data: bytes) -> Any:
     """Inverse of :func:`encode_payload`; ``ValueError`` for bytes it did not write."""
     kind, body = data[:1], data[1:]
+    if kind == _DELTAS:
+        return _expand(body)
     if kind == _LINK:
         return LinkPayload.from_bytes(body)
     if kind == _BYTES:
@@ -34,3 +43,26 @@ def decode_payload(data: bytes) -> Any:
     if kind == _JSON:
         return json.loads(body)
     raise ValueError(f"unknown payload kind {kind!r}")
+
+
+def _compact(payload: LinkPayload) -> bytes | None:
+    """``D<u4 n><u1 k><k x f4 side><n x u2 gaps>`` (the first gap from 0), or None if the ids are not
+    sorted or a gap is 65,536 or more."""
+    ids = np.asarray(payload.ids, dtype=np.int64)
+    gaps = np.diff(ids, prepend=0)
+    if len(gaps) and (gaps.min() < 0 or gaps.max() > 0xFFFF):
+        return None
+    side = b"" if payload.side is None else np.ascontiguousarray(payload.side, dtype="<f4").tobytes()
+    k = 0 if payload.side is None else len(payload.side)
+    return _DELTAS + len(ids).to_bytes(4, "little") + bytes((k,)) + side + gaps.astype("<u2").tobytes()
+
+
+def _expand(body: bytes) -> LinkPayload:
+    if len(body) < 5:
+        raise ValueError("damaged link payload")
+    n, k = int.from_bytes(body[:4], "little"), body[4]
+    if len(body) != 5 + 4 * k + 2 * n:
+        raise ValueError("damaged link payload")
+    side = np.frombuffer(body, dtype="<f4", count=k, offset=5) if k else None
+    ids = np.cumsum(np.frombuffer(body, dtype="<u2", count=n, offset=5 + 4 * k), dtype=np.int64).astype(np.int32)
+    return LinkPayload(ids, side)
