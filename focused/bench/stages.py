@@ -40,7 +40,7 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
     from scrapy.http import HtmlResponse, Request
     from scrapy.utils.request import RequestFingerprinter
 
-    from focused.crawldb import CrawlDB
+    from focused.crawldb import HTML_LEVEL, CrawlDB
     from focused.fingerprints import UrlFingerprints
     from focused.frontier.memory import MemoryStore
     from focused.frontier.payloads import encode_payload
@@ -115,7 +115,7 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
                 content_type="text/html", title=parsed.title, relevance=verdict.relevance,
                 predicted_class=verdict.predicted_class, top_classes=verdict.top_classes, links=links, html=html,
             )  # fmt: skip
-            zlib.compress(html.encode("utf-8"), 6)  # what the writer thread does with it
+            zlib.compress(html.encode("utf-8"), HTML_LEVEL)  # what the writer thread does with it
             t9 = clock()
             marks = (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9)
             for k, stage in enumerate(STAGES):
