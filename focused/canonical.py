@@ -27,6 +27,8 @@ _PATH_PARAM = re.compile(r";([^/;=?#]+)=[^/;?#]*")
 
 def strip_session_ids(url: str, names: frozenset[str]) -> str:
     """``url`` without the query parameters and ``;name=value`` path parameters named in ``names``."""
+    if ";" not in url and "?" not in url:  # most links: nothing to strip, no parsing
+        return url
     parts = urlsplit(url)
     path = parts.path
     if ";" in path:

@@ -28,7 +28,9 @@ if TYPE_CHECKING:
 def path_repeats(url: str) -> int:
     """How often the most frequent segment of ``url``'s path occurs."""
     segments = [s for s in urlsplit(url).path.split("/") if s]
-    return max(Counter(segments).values(), default=0)
+    if len(set(segments)) == len(segments):  # the usual case, without counting
+        return 1 if segments else 0
+    return max(Counter(segments).values())
 
 
 def non_negative(crawler: Crawler, name: str, default: int) -> int:
