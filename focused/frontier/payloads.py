@@ -48,13 +48,19 @@ def decode_payload(data: bytes) -> Any:
 def _compact(payload: LinkPayload) -> bytes | None:
     """``D<u4 n><u1 k><k x f4 side><n x u2 gaps>`` (the first gap from 0), or None if the ids are not
     sorted or a gap is 65,536 or more."""
-    ids = np.asarray(payload.ids, dtype=np.int64)
-    gaps = np.diff(ids, prepend=0)
-    if len(gaps) and (gaps.min() < 0 or gaps.max() > 0xFFFF):
-        return None
+    ids = np.asarray(payload.ids, dtype=np.int32)
+    if ids.size:
+        gaps = np.empty(ids.size, dtype=np.int32)
+        gaps[0] = ids[0]
+        np.subtract(ids[1:], ids[:-1], out=gaps[1:])
+        if gaps.view(np.uint32).max() > 0xFFFF:  # a negative gap (unsorted) wraps to a large one
+            return None
+        body = gaps.astype("<u2").tobytes()
+    else:
+        body = b""
     side = b"" if payload.side is None else np.ascontiguousarray(payload.side, dtype="<f4").tobytes()
     k = 0 if payload.side is None else len(payload.side)
-    return _DELTAS + len(ids).to_bytes(4, "little") + bytes((k,)) + side + gaps.astype("<u2").tobytes()
+    return _DELTAS + len(ids).to_bytes(4, "little") + bytes((k,)) + side + body
 
 
 def _expand(body: bytes) -> LinkPayload:
@@ -64,5 +70,5 @@ def _expand(body: bytes) -> LinkPayload:
     if len(body) != 5 + 4 * k + 2 * n:
         raise ValueError("damaged link payload")
     side = np.frombuffer(body, dtype="<f4", count=k, offset=5) if k else None
-    ids = np.cumsum(np.frombuffer(body, dtype="<u2", count=n, offset=5 + 4 * k), dtype=np.int64).astype(np.int32)
+    ids = np.cumsum(np.frombuffer(body, dtype="<u2", count=n, offset=5 + 4 * k), dtype=np.int32)
     return LinkPayload(ids, side)
