@@ -328,3 +328,35 @@ def test_page_link_ids_equal_the_hashed_feature_strings(d_max: int) -> None:
     small = OffsetTable(FeatureIds(2**20), d_max, max_tokens=3)
     words = ["course", "home", "page", "course"]
     assert np.array_equal(small.rows(words)[:, d_max], FeatureIds(2**20).ids(f"{w}@0" for w in words))
+
+
+def test_offset_table_gives_the_same_ids_from_many_threads() -> None:
+    import sys
+    import threading
+
+    from focused.learning.hashing import FeatureIds
+    from focused.learning.linkids import OffsetTable
+
+    table = OffsetTable(FeatureIds(2**20), 2, max_tokens=500)  # small: cleared again and again
+    expected = FeatureIds(2**20)
+    words = [[f"w{t}x{k}" for k in range(40)] for t in range(8)]
+    errors: list[str] = []
+
+    def work(mine: list[str]) -> None:
+        for _ in range(30):
+            got = table.rows(mine)
+            want = [expected.ids(f"{w}@{d}" for d in range(-2, 3)) for w in mine]
+            if got.tolist() != want:
+                errors.append("wrong ids")
+
+    threads = [threading.Thread(target=work, args=(w,)) for w in words]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)  # switch threads often, so that unguarded updates would interleave
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    assert not errors

@@ -14,6 +14,7 @@ Scrapy-free.
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Sequence
 
 import numpy as np
@@ -38,17 +39,21 @@ class OffsetTable:
         self.max_tokens = max_tokens
         self._row: dict[str, int] = {}
         self._table = np.zeros((1024, 2 * d_max + 1), dtype=np.int32)
+        # A page of many links is scored in a thread while the reactor scores others: rows are
+        # numbered by the dict's size, so adding them must not interleave.
+        self._lock = threading.Lock()
 
     def rows(self, tokens: Sequence[str]) -> np.ndarray:
         """A (len(tokens), 2 d_max + 1) matrix: column ``d + d_max`` holds the ids of the tokens at offset d."""
         if not tokens:
             return self._table[:0]
-        if len(self._row) + len(tokens) > self.max_tokens:
-            self._row.clear()
-        where = self._row
-        for tok in set(tokens).difference(where):  # the new ones (set operations: no Python loop per token)
-            where[tok] = self._add(tok)
-        return self._table[list(map(where.__getitem__, tokens))]
+        with self._lock:
+            if len(self._row) + len(tokens) > self.max_tokens:
+                self._row.clear()
+            where = self._row
+            for tok in set(tokens).difference(where):  # the new ones (set operations: no Python loop per token)
+                where[tok] = self._add(tok)
+            return self._table[list(map(where.__getitem__, tokens))]
 
     def _add(self, tok: str) -> int:
         i = len(self._row)
