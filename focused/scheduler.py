@@ -52,8 +52,8 @@ from twisted.internet import task
 from twisted.internet.base import DelayedCall
 
 from focused import signals
-from focused.fingerprints import UrlFingerprints
 from focused.errors import ConfigError
+from focused.fingerprints import UrlFingerprints
 from focused.frontier.memory import MemoryStore
 from focused.frontier.payloads import decode_payload, encode_payload
 from focused.frontier.requests import decode_request, encode_request

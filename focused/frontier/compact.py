@@ -19,7 +19,7 @@ from typing import Any
 from scrapy import Request
 
 
-class Packed(tuple):  # type: ignore[type-arg]
+class Packed(tuple[Any, ...]):
     """(url, callback, meta keys, meta values): what a plain waiting request is kept as."""
 
     __slots__ = ()
@@ -45,7 +45,6 @@ class RequestPacker:
             or request.dont_filter
             or request.encoding != "utf-8"
             or request.cb_kwargs
-            or not isinstance(request.callback, Callable | None)
         ):
             return request
         meta = request.meta

@@ -109,7 +109,13 @@ def page_link_ids(
 
 
 def _window_ids(
-    leaves: list[str], owner: list[int], lefts: list[int], rights: list[int], n_targets: int, d_max: int, n_features: int
+    leaves: list[str],
+    owner: list[int],
+    lefts: list[int],
+    rights: list[int],
+    n_targets: int,
+    d_max: int,
+    n_features: int,
 ) -> list[np.ndarray]:
     """The ids of the tokens within ``d_max`` leaves of every occurrence, grouped by target, in numpy:
     a Python step per leaf (its tokens), none per (link, leaf, token)."""
