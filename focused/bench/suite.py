@@ -50,6 +50,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "slow": {"FOCUSED_APPRENTICE_BATCH": 200, "FOCUSED_APPRENTICE_MIN_INSTANCES": 200},
     # switch in early and retrain often: better on WebKB, worse on the Wikipedia track
     "fast": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50},
+    # retrain every 50 pages, serve a model only while its held-out log-loss beats the calibrated prior's
+    "gated": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50, "FOCUSED_APPRENTICE_GATE": True},
     # start from an apprentice trained offline on other crawls, then keep learning online
     "warm": {"FOCUSED_APPRENTICE_BATCH": 50},
     # the paper's apprentice: <t,d> features only, the baseline's Pr(c*|u) until switch-in

@@ -38,6 +38,7 @@ from w3lib.url import safe_url_string
 from focused.learning.apprentice import Apprentice, ApprenticeModel, critic_views
 from focused.learning.critic import Critic, Topic
 from focused.learning.crossfit import CrossFitCritic
+from focused.learning.gate import SwitchGate
 from focused.learning.hashing import feature_ids
 from focused.learning.htmlpage import ParsedPage
 from focused.learning.linkfeatures import class_features
@@ -159,6 +160,9 @@ class OnlineApprentice:
         features (``learner.n_side == 2``), unused otherwise.
     anchor_weight
         ``w`` of the priority before the first model (module docstring).
+    gate
+        A model serves links only while its progressive held-out log-loss beats
+        the calibrated prior's (:mod:`focused.learning.gate`; needs side features).
     """
 
     def __init__(
@@ -172,6 +176,7 @@ class OnlineApprentice:
         aggregation: str = "max",
         snippet_critic: SnippetCritic | None = None,
         anchor_weight: float = 0.7,
+        gate: bool = False,
     ) -> None:
         if learner.n_side not in (0, 2):
             raise ValueError(f"the apprentice has {learner.n_side} side features; the crawler computes 0 or 2")
@@ -194,6 +199,8 @@ class OnlineApprentice:
         self._buffer: list[tuple[LinkPayload, float]] = []
         self._pages_in_batch = 0
         self.instances_seen = 0
+        self.gate = SwitchGate() if gate and learner.n_side == 2 and learn else None
+        self.gate_flipped = False  # the last batch opened or closed the gate
 
     # -- features -----------------------------------------------------------------
 
@@ -267,13 +274,29 @@ class OnlineApprentice:
 
     def train(self, payloads: list[LinkPayload], relevances: np.ndarray) -> ApprenticeModel | None:
         """Add a batch to the learner and fit a new model if it is ready (thread-safe, slow)."""
+        self.gate_flipped = False
         if payloads:
             ids, side = _unpack(payloads, self.learner.n_side)
+            if self.gate is not None and side is not None:
+                z = self.prior_logit(side)
+                if self.model is not None:  # progressive validation: scored before anyone learns it
+                    self.gate_flipped = self.gate.validate(self.model.predict(ids, side), z, relevances)
+                self.gate.remember(z, relevances)
             self.learner.add(ids, relevances, side)
             self.instances_seen += len(payloads)
         if not self.learner.ready:
             return None
-        return self.learner.fit()
+        model = self.learner.fit()
+        if self.gate is not None:
+            self.gate.calibrate(model.threshold)
+        return model
+
+    @property
+    def serving(self) -> ApprenticeModel | None:
+        """The model that scores links now: none before the first, or while the gate is closed."""
+        if self.gate is not None and not self.gate.open:
+            return None
+        return self.model
 
     def install(self, model: ApprenticeModel) -> None:
         """Switch a new model in (atomic: one reference assignment)."""
@@ -285,7 +308,7 @@ class OnlineApprentice:
         """Pr(HIGH | link) of each link; before the first model the critic's blended views, or ``None``."""
         if not payloads:
             return None
-        model = self.model
+        model = self.serving
         if model is None:
             if self.snippet_critic is None:
                 return None
@@ -295,11 +318,14 @@ class OnlineApprentice:
         ids, side = _unpack(payloads, model.n_side)
         return [float(p) for p in model.predict(ids, side)]
 
+    def prior_logit(self, side: np.ndarray) -> np.ndarray:
+        """(1 − w)·logit Pr(c*|u) + w·logit Pr(c*|anchor) of each link."""
+        side = np.asarray(side, dtype=np.float64)
+        return (1.0 - self.anchor_weight) * side[:, 0] + self.anchor_weight * side[:, 1]
+
     def prior(self, side: np.ndarray) -> np.ndarray:
         """Priority before the first model: σ((1 − w)·logit Pr(c*|u) + w·logit Pr(c*|anchor))."""
-        side = np.asarray(side, dtype=np.float64)
-        z = (1.0 - self.anchor_weight) * side[:, 0] + self.anchor_weight * side[:, 1]
-        return 1.0 / (1.0 + np.exp(-z))
+        return 1.0 / (1.0 + np.exp(-self.prior_logit(side)))
 
     def rescore(self, payloads_per_entry: Sequence[Sequence[Any]]) -> list[int | None]:
         """New priorities for waiting URLs from their parents' link features.
@@ -320,8 +346,14 @@ class OnlineApprentice:
                     owners.append(i)
         if not flat:
             return [None] * len(payloads_per_entry)
-        ids, side = _unpack(flat, model.n_side)
-        scores = model.predict(ids, side)
+        serving = self.serving
+        if serving is None:  # the gate closed: back to the prior
+            _, views = _unpack(flat, 2)
+            assert views is not None
+            scores = self.prior(views)
+        else:
+            ids, side = _unpack(flat, serving.n_side)
+            scores = serving.predict(ids, side)
         per_entry: list[list[float]] = [[] for _ in payloads_per_entry]
         for owner, score in zip(owners, scores, strict=True):
             per_entry[owner].append(float(score))
@@ -360,6 +392,7 @@ class OnlineApprentice:
             header = {
                 "pages_in_batch": self._pages_in_batch,
                 "instances_seen": self.instances_seen,
+                "gate": self.gate.state() if self.gate is not None else None,
                 "pending_keys": pending_keys,
                 "fetched_keys": fetched_keys,
             }
@@ -402,6 +435,8 @@ class OnlineApprentice:
             self._buffer = list(zip(buffered, buffer_rel, strict=True))
             self._pages_in_batch = int(header["pages_in_batch"])
             self.instances_seen = int(header["instances_seen"])
+            if self.gate is not None and header.get("gate"):
+                self.gate.restore(header["gate"])
 
 
 def _pack(payloads: Sequence[LinkPayload]) -> tuple[np.ndarray, np.ndarray]:
