@@ -18,22 +18,22 @@ def test_logistic_fit_recovers_slope_and_intercept():
     assert np.isfinite(a) and a > 0
 
 
-def test_gate_opens_only_while_the_model_beats_the_calibrated_prior_on_unseen_instances():
+def test_gate_opens_only_while_the_model_beats_the_prior_on_unseen_instances():
     rng = np.random.default_rng(1)
     z = rng.normal(size=400)
     rel = (rng.random(400) < 1 / (1 + np.exp(-3 * z))).astype(float)
+    knows = np.where(rel > 0.5, 0.9, 0.1)  # a model that knows the labels
     gate = SwitchGate()
-    gate.remember(z[:200], rel[:200])
-    gate.calibrate(0.5)
+    # the first held-out batch only calibrates both scores
+    assert not gate.validate(knows[:100], z[:100], rel[:100]) and gate.batches == 0
     # a model no better than a coin stays out
-    assert not gate.validate(np.full(100, 0.5), z[200:300], rel[200:300]) and not gate.open
-    # one that knows the labels comes in, and the next bad batch outweighs its past: out again
-    assert gate.validate(np.where(rel[300:] > 0.5, 0.95, 0.05), z[300:], rel[300:]) and gate.open
+    assert not gate.validate(np.full(100, 0.5), z[100:200], rel[100:200]) and not gate.open
+    # one that knows the labels comes in; then it turns useless, and the gate closes again
+    assert gate.validate(knows[200:300], z[200:300], rel[200:300]) and gate.open
     assert gate.opened_at_batch == 2
-    for _ in range(3):
-        gate.validate(np.where(rel[300:] > 0.5, 0.01, 0.99), z[300:], rel[300:])
-    assert not gate.open
-    assert gate.loss_model > gate.loss_prior
+    for _ in range(4):
+        gate.validate(rng.random(100), z[300:], rel[300:])
+    assert not gate.open and gate.loss_model > gate.loss_prior
     copy = SwitchGate()
     copy.restore(gate.state())
     assert copy.state() == gate.state()
@@ -66,7 +66,9 @@ def test_gated_apprentice_serves_the_prior_until_its_held_out_loss_is_lower():
     html = "<html><body>" + CONTEXT.format(h="results", u="http://x.test/n")
     payloads = app.link_features("http://x.test/new", html + "</body></html>", 0.5, [], ["http://x.test/n"])
     assert app.score(payloads) == pytest.approx(list(app.prior(np.stack([p.side for p in payloads]))))
-    app.install(feed(app, 20, 20))  # the next batch is scored before it is learned: the context wins
+    app.install(feed(app, 20, 20))  # the next batch is scored before it is learned; it calibrates both
+    assert not app.gate.open
+    app.install(feed(app, 40, 20))  # the one after decides: the context wins
     assert app.gate.open and app.gate_flipped and app.serving is not None
     assert app.score(payloads)[0] > 0.8
     # the gate survives a checkpoint of the crawl state

@@ -52,6 +52,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "fast": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50},
     # retrain every 50 pages, serve a model only while its held-out log-loss beats the calibrated prior's
     "gated": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50, "FOCUSED_APPRENTICE_GATE": True},
+    # retrain every 25 pages (with ``gated``: ``apprentice:gated+early``)
+    "early": {"FOCUSED_APPRENTICE_BATCH": 25, "FOCUSED_APPRENTICE_MIN_INSTANCES": 25},
     # start from an apprentice trained offline on other crawls, then keep learning online
     "warm": {"FOCUSED_APPRENTICE_BATCH": 50},
     # the paper's apprentice: <t,d> features only, the baseline's Pr(c*|u) until switch-in

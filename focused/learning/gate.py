@@ -6,16 +6,18 @@ views of the page and the anchor, ``z = (1 − w)·logit Pr(c*|u) + w·logit Pr(
 50 pages helps on WebKB and costs 14 points of harvest at 100 pages on the
 Wikipedia track. The gate lets the data decide, by *progressive validation*:
 
-1. When a model is fitted (threshold τ on the target's relevance), the prior is
-   calibrated on the same instances: ``Pr(HIGH) = σ(a·z + b)`` by logistic
-   regression against ``relevance ≥ τ``. Both predictors have then seen the
-   same data.
-2. The next batch of instances is scored by both *before* either trains on it
-   (the model never saw these links), and each one's log-loss on the batch is
-   added to a running, exponentially discounted sum (the last batch weighs
-   as much as all earlier ones together, since the model improves as it learns).
+1. Each batch of new instances is scored by the current model and by the prior
+   *before* the model trains on it. Only links found while their target was
+   still unknown count (the frontier's decisions); a link to a page fetched
+   before is easy for a model that has learned other links to the same page.
+2. The question is the crawler's: is the target on topic (the critic's
+   relevance ≥ 1/2)? Neither score is a probability of that, so each is
+   calibrated, ``σ(a·s + b)``, on the *earlier* batches' held-out scores, then
+   its log-loss on the new batch is added to a running, exponentially
+   discounted sum (the last batch weighs as much as all earlier ones together,
+   since the model improves as it learns).
 3. The model serves links (and re-scores the frontier) only while its running
-   log-loss is below the calibrated prior's; otherwise links keep the prior.
+   log-loss is below the prior's; otherwise links keep the prior.
 
 Because the prior is monotone in ``z``, "the prior serves" ranks the frontier
 exactly as ``apprentice:prior`` does.
@@ -28,10 +30,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DISCOUNT", "SwitchGate", "fit_logistic_1d", "log_loss"]
+__all__ = ["DISCOUNT", "ON_TOPIC", "SwitchGate", "fit_logistic_1d", "log_loss"]
 
 #: Weight of the earlier batches' losses when a new batch is added.
 DISCOUNT = 0.5
+#: A target whose relevance (the critic's Pr(c*|v)) reaches this is on topic.
+ON_TOPIC = 0.5
 _EPS = 1e-6
 
 
@@ -60,57 +64,48 @@ def fit_logistic_1d(z: np.ndarray, y: np.ndarray, iterations: int = 25) -> tuple
 
 
 class SwitchGate:
-    """Running held-out log-loss of the model and of the calibrated prior (module docstring)."""
+    """Running held-out log-loss of the model and of the prior, both calibrated (module docstring)."""
 
     def __init__(self) -> None:
-        self.threshold: float | None = None  # τ of the model under test
-        self.prior_fit: tuple[float, float] | None = None  # (a, b) fitted with it
+        self.model_fit: tuple[float, float] | None = None  # (a, b) of the model's logit
+        self.prior_fit: tuple[float, float] | None = None  # (a, b) of the prior's logit
         self.loss_model = 0.0
         self.loss_prior = 0.0
         self.batches = 0
         self.open = False
         self.opened_at_batch: int | None = None
-        self._z: list[np.ndarray] = []  # the prior's logit and the relevance of every instance learned
-        self._rel: list[np.ndarray] = []
-
-    def remember(self, z: np.ndarray, relevances: np.ndarray) -> None:
-        """Instances the learner is about to add (after :meth:`validate` scored them)."""
-        self._z.append(np.asarray(z, dtype=np.float32))
-        self._rel.append(np.asarray(relevances, dtype=np.float32))
-
-    def calibrate(self, threshold: float) -> None:
-        """A model with threshold τ was fitted on the instances so far: calibrate the prior on them too."""
-        if not self._z:
-            return
-        z, relevances = np.concatenate(self._z), np.concatenate(self._rel)
-        self._z, self._rel = [z], [relevances]
-        y = relevances >= np.float32(threshold)
-        if y.all() or not y.any():
-            self.prior_fit = None
-            return
-        self.threshold = float(threshold)
-        self.prior_fit = fit_logistic_1d(z.astype(np.float64), y)
+        self._m: list[np.ndarray] = []  # held-out model logits, prior logits and labels so far
+        self._z: list[np.ndarray] = []
+        self._y: list[np.ndarray] = []
 
     def validate(self, model_p: np.ndarray, z: np.ndarray, relevances: np.ndarray) -> bool:
-        """Score a batch neither predictor trained on; whether the gate changed state."""
-        if self.prior_fit is None or self.threshold is None or not len(relevances):
+        """Score a batch the model did not train on; whether the gate changed state."""
+        if not len(relevances):
             return False
-        y = np.asarray(relevances) >= self.threshold
-        a, b = self.prior_fit
-        prior_p = 1.0 / (1.0 + np.exp(-(a * np.asarray(z, dtype=np.float64) + b)))
-        self.loss_model = DISCOUNT * self.loss_model + log_loss(model_p, y)
-        self.loss_prior = DISCOUNT * self.loss_prior + log_loss(prior_p, y)
-        self.batches += 1
+        p = np.clip(np.asarray(model_p, dtype=np.float64), _EPS, 1.0 - _EPS)
+        m = np.log(p) - np.log1p(-p)
+        z = np.asarray(z, dtype=np.float64)
+        y = np.asarray(relevances) >= ON_TOPIC
         was = self.open
-        self.open = self.loss_model < self.loss_prior
-        if self.open and self.opened_at_batch is None:
-            self.opened_at_batch = self.batches
+        if self.model_fit is not None and self.prior_fit is not None:
+            self.loss_model = DISCOUNT * self.loss_model + log_loss(_sigmoid(self.model_fit, m), y)
+            self.loss_prior = DISCOUNT * self.loss_prior + log_loss(_sigmoid(self.prior_fit, z), y)
+            self.batches += 1
+            self.open = self.loss_model < self.loss_prior
+            if self.open and self.opened_at_batch is None:
+                self.opened_at_batch = self.batches
+        self._m.append(m)
+        self._z.append(z)
+        self._y.append(y)
+        labels = np.concatenate(self._y)
+        self.model_fit = fit_logistic_1d(np.concatenate(self._m), labels)
+        self.prior_fit = fit_logistic_1d(np.concatenate(self._z), labels)
         return self.open != was
 
     def state(self) -> dict[str, Any]:
-        """JSON-ready state (for checkpoints and stats)."""
+        """JSON-ready state (for checkpoints and stats; the held-out scores are not kept)."""
         return {
-            "threshold": self.threshold,
+            "model_fit": list(self.model_fit) if self.model_fit else None,
             "prior_fit": list(self.prior_fit) if self.prior_fit else None,
             "loss_model": self.loss_model,
             "loss_prior": self.loss_prior,
@@ -120,12 +115,15 @@ class SwitchGate:
         }
 
     def restore(self, state: Mapping[str, Any]) -> None:
-        self.threshold = None if state.get("threshold") is None else float(state["threshold"])
-        fit = state.get("prior_fit")
-        self.prior_fit = (float(fit[0]), float(fit[1])) if fit else None
+        fits = [state.get("model_fit"), state.get("prior_fit")]
+        self.model_fit, self.prior_fit = ((float(f[0]), float(f[1])) if f else None for f in fits)
         self.loss_model = float(state.get("loss_model", 0.0))
         self.loss_prior = float(state.get("loss_prior", 0.0))
         self.batches = int(state.get("batches", 0))
         self.open = bool(state.get("open", False))
         opened = state.get("opened_at_batch")
         self.opened_at_batch = None if opened is None else int(opened)
+
+
+def _sigmoid(fit: tuple[float, float], s: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-(fit[0] * s + fit[1])))

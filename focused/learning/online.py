@@ -148,6 +148,9 @@ class OnlineApprentice:
         self._pending: dict[str, list[LinkPayload]] = {}
         self._fetched: dict[str, float] = {}
         self._buffer: list[tuple[LinkPayload, float]] = []
+        self._stale: list[int] = []  # buffer positions of links found to pages fetched before them
+        #: of the last batch taken, the instances whose target was fetched after the link was found
+        self.batch_fresh: np.ndarray = np.zeros(0, dtype=bool)
         self._pages_in_batch = 0
         self.instances_seen = 0
         self.gate = SwitchGate() if gate and learner.n_side == 2 and learn else None
@@ -198,6 +201,7 @@ class OnlineApprentice:
                 key = page_key(link)
                 relevance = self._fetched.get(key)
                 if relevance is not None:
+                    self._stale.append(len(self._buffer))
                     self._buffer.append((payload, relevance))
                 else:
                     self._pending.setdefault(key, []).append(payload)
@@ -220,6 +224,9 @@ class OnlineApprentice:
         """The buffered instances (link payloads and target relevances); starts a new batch."""
         with self._lock:
             batch, self._buffer = self._buffer, []
+            self.batch_fresh = np.ones(len(batch), dtype=bool)
+            self.batch_fresh[self._stale] = False
+            self._stale = []
             self._pages_in_batch = 0
         return [payload for payload, _ in batch], np.array([rel for _, rel in batch], dtype=np.float64)
 
@@ -228,19 +235,17 @@ class OnlineApprentice:
         self.gate_flipped = False
         if payloads:
             ids, side = _unpack(payloads, self.learner.n_side)
-            if self.gate is not None and side is not None:
-                z = self.prior_logit(side)
-                if self.model is not None:  # progressive validation: scored before anyone learns it
-                    self.gate_flipped = self.gate.validate(self.model.predict(ids, side), z, relevances)
-                self.gate.remember(z, relevances)
+            if self.gate is not None and side is not None and self.model is not None:
+                # progressive validation on the links whose target was unknown when they were found
+                fresh = self.batch_fresh if len(self.batch_fresh) == len(payloads) else np.ones(len(payloads), bool)
+                idx = np.flatnonzero(fresh)
+                model_p = self.model.predict([ids[i] for i in idx], side[idx])
+                self.gate_flipped = self.gate.validate(model_p, self.prior_logit(side[idx]), relevances[idx])
             self.learner.add(ids, relevances, side)
             self.instances_seen += len(payloads)
         if not self.learner.ready:
             return None
-        model = self.learner.fit()
-        if self.gate is not None:
-            self.gate.calibrate(model.threshold)
-        return model
+        return self.learner.fit()
 
     @property
     def serving(self) -> ApprenticeModel | None:
@@ -384,6 +389,7 @@ class OnlineApprentice:
             self._pending = grouped
             self._fetched = dict(zip(header["fetched_keys"], fetched, strict=True))
             self._buffer = list(zip(buffered, buffer_rel, strict=True))
+            self._stale = []
             self._pages_in_batch = int(header["pages_in_batch"])
             self.instances_seen = int(header["instances_seen"])
             if self.gate is not None and header.get("gate"):
