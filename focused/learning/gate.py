@@ -14,10 +14,11 @@ Wikipedia track. The gate lets the data decide, by *progressive validation*:
    relevance ≥ 1/2)? Neither score is a probability of that, so each is
    calibrated, ``σ(a·s + b)``, on the *earlier* batches' held-out scores, then
    its log-loss on the new batch is added to a running, exponentially
-   discounted sum (the last batch weighs as much as all earlier ones together,
-   since the model improves as it learns).
+   discounted sum (at each new batch the earlier losses are multiplied by
+   DISCOUNT, since the model improves as it learns).
 3. The model serves links (and re-scores the frontier) only while its running
-   log-loss is below the prior's; otherwise links keep the prior.
+   log-loss is below the prior's, once the earlier held-out batches hold at least
+   MIN_EACH on-topic and MIN_EACH off-topic targets; otherwise links keep the prior.
 
 Because the prior is monotone in ``z``, "the prior serves" ranks the frontier
 exactly as ``apprentice:prior`` does.
@@ -30,10 +31,12 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DISCOUNT", "ON_TOPIC", "SwitchGate", "fit_logistic_1d", "log_loss"]
+__all__ = ["DISCOUNT", "MIN_EACH", "ON_TOPIC", "SwitchGate", "fit_logistic_1d", "log_loss"]
 
 #: Weight of the earlier batches' losses when a new batch is added.
-DISCOUNT = 0.5
+DISCOUNT = 0.75
+#: On-topic and off-topic targets the held-out batches must hold before the gate may open.
+MIN_EACH = 20
 #: A target whose relevance (the critic's Pr(c*|v)) reaches this is on topic.
 ON_TOPIC = 0.5
 _EPS = 1e-6
@@ -91,7 +94,9 @@ class SwitchGate:
             self.loss_model = DISCOUNT * self.loss_model + log_loss(_sigmoid(self.model_fit, m), y)
             self.loss_prior = DISCOUNT * self.loss_prior + log_loss(_sigmoid(self.prior_fit, z), y)
             self.batches += 1
-            self.open = self.loss_model < self.loss_prior
+            n_on = int(sum(int(np.count_nonzero(b)) for b in self._y))
+            n_off = int(sum(b.size for b in self._y)) - n_on
+            self.open = self.loss_model < self.loss_prior and min(n_on, n_off) >= MIN_EACH
             if self.open and self.opened_at_batch is None:
                 self.opened_at_batch = self.batches
         self._m.append(m)
