@@ -70,7 +70,12 @@ class RelevanceFeedback:
             raise NotConfigured
         from focused.shared_feedback import open_shared  # workers of a Redis frontier learn together
 
-        ext = open_shared(crawler, strategy) or cls(crawler, strategy)
+        shared = open_shared(crawler, strategy)
+        if shared is not None and strategy.online.gate is not None:
+            # the trainer changes hands between workers, and with it the held-out record: no gate
+            logger.info("Shared apprentice: FOCUSED_APPRENTICE_GATE is off (each worker serves the shared model)")
+            strategy.online.gate = None
+        ext = shared or cls(crawler, strategy)
         if ext.checkpoints is not None:
             ext._load_state()
         crawler.signals.connect(ext.page_labelled, signal=signals.page_labelled)
