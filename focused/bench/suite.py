@@ -61,7 +61,11 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # never switch in: the critic's blended views of page and anchor alone (no learning)
     "prior": {"FOCUSED_APPRENTICE_MIN_INSTANCES": 10**9},
     # the schedule before the gate: switch in after 200 instances, retrain every 200 pages, no gate
-    "ungated": {"FOCUSED_APPRENTICE_BATCH": 200, "FOCUSED_APPRENTICE_MIN_INSTANCES": 200, "FOCUSED_APPRENTICE_GATE": False},
+    "ungated": {
+        "FOCUSED_APPRENTICE_BATCH": 200,
+        "FOCUSED_APPRENTICE_MIN_INSTANCES": 200,
+        "FOCUSED_APPRENTICE_GATE": False,
+    },
     # intelligent crawling with one interest-ratio factor (Aggarwal et al. 2001): intelligent:content ...
     **{factor: {"FOCUSED_INTELLIGENT_FACTORS": factor} for factor in ("content", "url", "link", "sibling")},
     "soft": {"FOCUSED_INTELLIGENT_SOFT": True},  # K counts Pr(c*|page), not a thresholded verdict
