@@ -98,6 +98,10 @@ FOCUSED_APPRENTICE_MODEL = ""
 FOCUSED_APPRENTICE_BATCH = 200
 #: Instances the apprentice needs (both buckets non-empty) before it switches in.
 FOCUSED_APPRENTICE_MIN_INSTANCES = 200
+#: Gate the switch-in: a fitted apprentice serves links only while its held-out log-loss
+#: (each batch scored before it is learned) beats the critic's calibrated views
+#: (focused.learning.gate); needs FOCUSED_APPRENTICE_ANCHOR_CRITIC. False switches in at once.
+FOCUSED_APPRENTICE_GATE = False
 #: Largest DOM offset |d| of the <t,d> link features.
 FOCUSED_APPRENTICE_DMAX = 5
 #: Add the critic's top classes of the source page, with their prefixes (§3.8).

@@ -70,7 +70,12 @@ class RelevanceFeedback:
             raise NotConfigured
         from focused.shared_feedback import open_shared  # workers of a Redis frontier learn together
 
-        ext = open_shared(crawler, strategy) or cls(crawler, strategy)
+        shared = open_shared(crawler, strategy)
+        if shared is not None and strategy.online.gate is not None:
+            # the trainer changes hands between workers, and with it the held-out record: no gate
+            logger.info("Shared apprentice: FOCUSED_APPRENTICE_GATE is off (each worker serves the shared model)")
+            strategy.online.gate = None
+        ext = shared or cls(crawler, strategy)
         if ext.checkpoints is not None:
             ext._load_state()
         crawler.signals.connect(ext.page_labelled, signal=signals.page_labelled)
@@ -124,8 +129,20 @@ class RelevanceFeedback:
             )  # fmt: skip
             return
         first = self._install(model)
+        gate = self.online.gate
+        if gate is not None:
+            self.stats.set_value("focused/apprentice/gate_open", int(gate.open))
+            self.stats.set_value("focused/apprentice/gate_loss_model", round(gate.loss_model, 4))
+            self.stats.set_value("focused/apprentice/gate_loss_prior", round(gate.loss_prior, 4))
+            if gate.open and self.stats.get_value("focused/apprentice/gate_opened_at") is None:
+                self.stats.set_value("focused/apprentice/gate_opened_at", self._pages)
+            if not (gate.open or self.online.gate_flipped):
+                return  # the prior keeps serving: the frontier's priorities stand
         if not self.closing:  # the scheduler has closed its store by then
-            self._rescore_frontier(f"Apprentice v{model.version} {'switched in' if first else 'retrained'}")
+            what = "switched in" if first else "retrained"
+            if gate is not None:
+                what += f", gate {'open' if gate.open else 'closed'}"
+            self._rescore_frontier(f"Apprentice v{model.version} {what}")
 
     def _install(self, model: ApprenticeModel) -> bool:
         """Switch ``model`` in and record it; whether it is the first model of the crawl."""

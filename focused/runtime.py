@@ -180,6 +180,7 @@ class CrawlRuntime:
                 aggregation=settings.get("FOCUSED_PARENT_AGGREGATION", "max"),
                 snippet_critic=make_snippet_critic(self.critic, self.topic) if learner.n_side else None,
                 anchor_weight=settings.getfloat("FOCUSED_APPRENTICE_ANCHOR_WEIGHT", 0.7),
+                gate=settings.getbool("FOCUSED_APPRENTICE_GATE", False) and not path,
             )
         except ValueError as exc:  # e.g. FOCUSED_APPRENTICE_ANCHOR_WEIGHT outside [0, 1]
             raise ConfigError(str(exc)) from exc

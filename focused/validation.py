@@ -237,6 +237,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_APPRENTICE_DMAX": whole(0),
     "FOCUSED_APPRENTICE_CLASS_FEATURES": boolean(),
     "FOCUSED_APPRENTICE_ANCHOR_CRITIC": boolean(),
+    "FOCUSED_APPRENTICE_GATE": boolean(),
     "FOCUSED_APPRENTICE_ANCHOR_WEIGHT": number(0, 1),
     "FOCUSED_APPRENTICE_BINNING": choice(("equal-prob", "fixed"), "binning"),
     "FOCUSED_APPRENTICE_THRESHOLD": number(0, 1),

@@ -50,12 +50,22 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "slow": {"FOCUSED_APPRENTICE_BATCH": 200, "FOCUSED_APPRENTICE_MIN_INSTANCES": 200},
     # switch in early and retrain often: better on WebKB, worse on the Wikipedia track
     "fast": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50},
+    # retrain every 50 pages, serve a model only while its held-out log-loss beats the calibrated prior's
+    "gated": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50, "FOCUSED_APPRENTICE_GATE": True},
+    # retrain every 25 pages (with ``gated``: ``apprentice:gated+early``)
+    "early": {"FOCUSED_APPRENTICE_BATCH": 25, "FOCUSED_APPRENTICE_MIN_INSTANCES": 25},
     # start from an apprentice trained offline on other crawls, then keep learning online
     "warm": {"FOCUSED_APPRENTICE_BATCH": 50},
     # the paper's apprentice: <t,d> features only, the baseline's Pr(c*|u) until switch-in
     "paper": {"FOCUSED_APPRENTICE_ANCHOR_CRITIC": False},
     # never switch in: the critic's blended views of page and anchor alone (no learning)
     "prior": {"FOCUSED_APPRENTICE_MIN_INSTANCES": 10**9},
+    # the schedule before the gate: switch in after 200 instances, retrain every 200 pages, no gate
+    "ungated": {
+        "FOCUSED_APPRENTICE_BATCH": 200,
+        "FOCUSED_APPRENTICE_MIN_INSTANCES": 200,
+        "FOCUSED_APPRENTICE_GATE": False,
+    },
     # intelligent crawling with one interest-ratio factor (Aggarwal et al. 2001): intelligent:content ...
     **{factor: {"FOCUSED_INTELLIGENT_FACTORS": factor} for factor in ("content", "url", "link", "sibling")},
     "soft": {"FOCUSED_INTELLIGENT_SOFT": True},  # K counts Pr(c*|page), not a thresholded verdict

@@ -32,7 +32,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="bfs,baseline,apprentice:prior,apprentice,apprentice:warm,oracle,oracle-lookahead",
         help="strategies to compare: any registered strategy; STRATEGY:first|max|mean sets how parents combine, "
         "apprentice:prior never switches the learner in, apprentice:warm starts from an apprentice trained on "
-        "other crawls (default: %(default)s)",
+        "other crawls, apprentice:gated switches it in only while its held-out log-loss beats the critic's views "
+        "(default: %(default)s)",
     )
     parser.add_argument(
         "--parent-study", action="store_true", help="also run baseline:first and baseline:mean (parent aggregation)"

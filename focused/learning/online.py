@@ -30,44 +30,27 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
-from w3lib.url import safe_url_string
 
 from focused.learning.apprentice import Apprentice, ApprenticeModel, critic_views
 from focused.learning.critic import Critic, Topic
 from focused.learning.crossfit import CrossFitCritic
+from focused.learning.gate import SwitchGate
 from focused.learning.hashing import feature_ids
 from focused.learning.htmlpage import ParsedPage
 from focused.learning.linkfeatures import class_features
 from focused.learning.linkids import page_link_ids, parse_for_links, with_extra
+from focused.learning.linkpayload import LinkPayload, page_key
+from focused.learning.linkpayload import pack as _pack
+from focused.learning.linkpayload import unpack as _unpack
+from focused.learning.linkpayload import unpack_bytes as _unpack_bytes
 from focused.priority import score_to_priority
 
 logger = logging.getLogger(__name__)
 
-
-def page_key(url: str) -> str:
-    """Key under which a page is matched: ``dir``, ``dir/`` and ``dir/index.html`` alike.
-
-    Cheap on purpose (it runs twice per link): lower-cased scheme and host,
-    no fragment, no default port, percent-encoded like Scrapy's requests.
-    """
-    if not url.isascii() or " " in url:
-        url = safe_url_string(url)
-    url = url.split("#", 1)[0]
-    scheme, sep, rest = url.partition("://")
-    if not sep:
-        return url
-    host, _, path = rest.partition("/")
-    host = host.lower()
-    if host.endswith(":80"):
-        host = host[:-3]
-    key = f"{scheme.lower()}://{host}/{path}"
-    for suffix in ("/index.html", "/index.htm"):
-        if key.endswith(suffix):
-            key = key[: -len(suffix) + 1]
-    return key.rstrip("/")
+__all__ = ["LinkPayload", "OnlineApprentice", "SnippetCritic", "make_snippet_critic", "page_key"]
 
 
 #: ``snippet_critic(texts, target_urls) -> Pr(c*|text)``: the critic reading anchor texts.
@@ -103,37 +86,6 @@ def make_snippet_critic(critic: Critic | CrossFitCritic, topic: Topic) -> Snippe
     return read
 
 
-class LinkPayload(NamedTuple):
-    """What is kept per link (u, v) until v is fetched, and with v's waiting request.
-
-    ``ids`` are the compact hashed ⟨t,d⟩ (and class) feature ids; ``side`` the
-    critic's views of the link (:func:`~focused.learning.apprentice.critic_views`,
-    float32), or ``None`` when the apprentice has no side features.
-    """
-
-    ids: np.ndarray
-    side: np.ndarray | None = None
-
-    def to_bytes(self) -> bytes:
-        """``<u4 n><n x i4 ids><u1 k><k x f4 side>``: what a frontier store keeps (no pickle)."""
-        ids = np.ascontiguousarray(self.ids, dtype="<i4")
-        side = b"" if self.side is None else np.ascontiguousarray(self.side, dtype="<f4").tobytes()
-        k = 0 if self.side is None else len(self.side)
-        return len(ids).to_bytes(4, "little") + ids.tobytes() + bytes((k,)) + side
-
-    @classmethod
-    def from_bytes(cls, data: bytes) -> LinkPayload:
-        """Inverse of :meth:`to_bytes`; ``ValueError`` on a damaged payload."""
-        size = len(data)
-        n = int.from_bytes(data[:4], "little")
-        end = 4 + 4 * n
-        if size <= end or size != end + 1 + 4 * data[end]:
-            raise ValueError("damaged link payload")
-        ids = np.frombuffer(data, dtype="<i4", count=n, offset=4)
-        k = data[end]
-        return cls(ids, np.frombuffer(data, dtype="<f4", count=k, offset=end + 1) if k else None)
-
-
 class OnlineApprentice:
     """The apprentice's state during one crawl (see the module docstring).
 
@@ -159,6 +111,9 @@ class OnlineApprentice:
         features (``learner.n_side == 2``), unused otherwise.
     anchor_weight
         ``w`` of the priority before the first model (module docstring).
+    gate
+        A model serves links only while its progressive held-out log-loss beats
+        the calibrated prior's (:mod:`focused.learning.gate`; needs side features).
     """
 
     def __init__(
@@ -172,6 +127,7 @@ class OnlineApprentice:
         aggregation: str = "max",
         snippet_critic: SnippetCritic | None = None,
         anchor_weight: float = 0.7,
+        gate: bool = False,
     ) -> None:
         if learner.n_side not in (0, 2):
             raise ValueError(f"the apprentice has {learner.n_side} side features; the crawler computes 0 or 2")
@@ -192,8 +148,13 @@ class OnlineApprentice:
         self._pending: dict[str, list[LinkPayload]] = {}
         self._fetched: dict[str, float] = {}
         self._buffer: list[tuple[LinkPayload, float]] = []
+        self._stale: list[int] = []  # buffer positions of links found to pages fetched before them
+        #: of the last batch taken, the instances whose target was fetched after the link was found
+        self.batch_fresh: np.ndarray = np.zeros(0, dtype=bool)
         self._pages_in_batch = 0
         self.instances_seen = 0
+        self.gate = SwitchGate() if gate and learner.n_side == 2 and learn else None
+        self.gate_flipped = False  # the last batch opened or closed the gate
 
     # -- features -----------------------------------------------------------------
 
@@ -240,6 +201,7 @@ class OnlineApprentice:
                 key = page_key(link)
                 relevance = self._fetched.get(key)
                 if relevance is not None:
+                    self._stale.append(len(self._buffer))
                     self._buffer.append((payload, relevance))
                 else:
                     self._pending.setdefault(key, []).append(payload)
@@ -262,18 +224,35 @@ class OnlineApprentice:
         """The buffered instances (link payloads and target relevances); starts a new batch."""
         with self._lock:
             batch, self._buffer = self._buffer, []
+            self.batch_fresh = np.ones(len(batch), dtype=bool)
+            self.batch_fresh[self._stale] = False
+            self._stale = []
             self._pages_in_batch = 0
         return [payload for payload, _ in batch], np.array([rel for _, rel in batch], dtype=np.float64)
 
     def train(self, payloads: list[LinkPayload], relevances: np.ndarray) -> ApprenticeModel | None:
         """Add a batch to the learner and fit a new model if it is ready (thread-safe, slow)."""
+        self.gate_flipped = False
         if payloads:
             ids, side = _unpack(payloads, self.learner.n_side)
+            if self.gate is not None and side is not None and self.model is not None:
+                # progressive validation on the links whose target was unknown when they were found
+                fresh = self.batch_fresh if len(self.batch_fresh) == len(payloads) else np.ones(len(payloads), bool)
+                idx = np.flatnonzero(fresh)
+                model_p = self.model.predict([ids[i] for i in idx], side[idx])
+                self.gate_flipped = self.gate.validate(model_p, self.prior_logit(side[idx]), relevances[idx])
             self.learner.add(ids, relevances, side)
             self.instances_seen += len(payloads)
         if not self.learner.ready:
             return None
         return self.learner.fit()
+
+    @property
+    def serving(self) -> ApprenticeModel | None:
+        """The model that scores links now: none before the first, or while the gate is closed."""
+        if self.gate is not None and not self.gate.open:
+            return None
+        return self.model
 
     def install(self, model: ApprenticeModel) -> None:
         """Switch a new model in (atomic: one reference assignment)."""
@@ -285,7 +264,7 @@ class OnlineApprentice:
         """Pr(HIGH | link) of each link; before the first model the critic's blended views, or ``None``."""
         if not payloads:
             return None
-        model = self.model
+        model = self.serving
         if model is None:
             if self.snippet_critic is None:
                 return None
@@ -295,11 +274,14 @@ class OnlineApprentice:
         ids, side = _unpack(payloads, model.n_side)
         return [float(p) for p in model.predict(ids, side)]
 
+    def prior_logit(self, side: np.ndarray) -> np.ndarray:
+        """(1 − w)·logit Pr(c*|u) + w·logit Pr(c*|anchor) of each link."""
+        side = np.asarray(side, dtype=np.float64)
+        return (1.0 - self.anchor_weight) * side[:, 0] + self.anchor_weight * side[:, 1]
+
     def prior(self, side: np.ndarray) -> np.ndarray:
         """Priority before the first model: σ((1 − w)·logit Pr(c*|u) + w·logit Pr(c*|anchor))."""
-        side = np.asarray(side, dtype=np.float64)
-        z = (1.0 - self.anchor_weight) * side[:, 0] + self.anchor_weight * side[:, 1]
-        return 1.0 / (1.0 + np.exp(-z))
+        return 1.0 / (1.0 + np.exp(-self.prior_logit(side)))
 
     def rescore(self, payloads_per_entry: Sequence[Sequence[Any]]) -> list[int | None]:
         """New priorities for waiting URLs from their parents' link features.
@@ -320,8 +302,14 @@ class OnlineApprentice:
                     owners.append(i)
         if not flat:
             return [None] * len(payloads_per_entry)
-        ids, side = _unpack(flat, model.n_side)
-        scores = model.predict(ids, side)
+        serving = self.serving
+        if serving is None:  # the gate closed: back to the prior
+            _, views = _unpack(flat, 2)
+            assert views is not None
+            scores = self.prior(views)
+        else:
+            ids, side = _unpack(flat, serving.n_side)
+            scores = serving.predict(ids, side)
         per_entry: list[list[float]] = [[] for _ in payloads_per_entry]
         for owner, score in zip(owners, scores, strict=True):
             per_entry[owner].append(float(score))
@@ -360,6 +348,7 @@ class OnlineApprentice:
             header = {
                 "pages_in_batch": self._pages_in_batch,
                 "instances_seen": self.instances_seen,
+                "gate": self.gate.state() if self.gate is not None else None,
                 "pending_keys": pending_keys,
                 "fetched_keys": fetched_keys,
             }
@@ -400,31 +389,8 @@ class OnlineApprentice:
             self._pending = grouped
             self._fetched = dict(zip(header["fetched_keys"], fetched, strict=True))
             self._buffer = list(zip(buffered, buffer_rel, strict=True))
+            self._stale = []
             self._pages_in_batch = int(header["pages_in_batch"])
             self.instances_seen = int(header["instances_seen"])
-
-
-def _pack(payloads: Sequence[LinkPayload]) -> tuple[np.ndarray, np.ndarray]:
-    blobs = [p.to_bytes() for p in payloads]
-    data = np.frombuffer(b"".join(blobs), dtype=np.uint8) if blobs else np.zeros(0, np.uint8)
-    return data, np.array([len(b) for b in blobs], dtype=np.int64)
-
-
-def _unpack_bytes(data: np.ndarray, lengths: np.ndarray) -> list[LinkPayload]:
-    raw = np.asarray(data, dtype=np.uint8).tobytes()
-    ends = np.cumsum(np.asarray(lengths, dtype=np.int64))
-    if len(ends) and (ends[-1] != len(raw) or (np.asarray(lengths) < 0).any()):
-        raise ValueError("payload lengths do not match the data")
-    starts = np.concatenate([[0], ends[:-1]]) if len(ends) else ends
-    return [LinkPayload.from_bytes(raw[a:b]) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
-
-
-def _unpack(payloads: Sequence[LinkPayload], n_side: int) -> tuple[list[np.ndarray], np.ndarray | None]:
-    """Feature id arrays and, if ``n_side``, the (n, n_side) side features of payloads."""
-    ids = [p.ids for p in payloads]
-    if not n_side:
-        return ids, None
-    sides = [p.side for p in payloads if p.side is not None]
-    if len(sides) != len(payloads):
-        raise ValueError("the model needs side features, but a link payload has none")
-    return ids, np.stack(sides).astype(np.float64)
+            if self.gate is not None and header.get("gate"):
+                self.gate.restore(header["gate"])
