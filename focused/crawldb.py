@@ -25,6 +25,8 @@ Schema (``PRAGMA user_version`` = :data:`SCHEMA_VERSION`)::
             link_score REAL)                         -- when popped, the strategy's score of its link
 
 ``choices`` came after schema 1 was frozen; older files gain it, empty, when opened for writing.
+``links`` is indexed by ``src`` only: nothing looks a link up by ``dst``, and that index cost the
+writer most of its time (files made before keep theirs).
 """
 
 from __future__ import annotations
@@ -59,7 +61,6 @@ CREATE TABLE IF NOT EXISTS pages (
 CREATE INDEX IF NOT EXISTS pages_order ON pages(fetch_order);
 CREATE TABLE IF NOT EXISTS links (src TEXT, dst TEXT, position INTEGER);
 CREATE INDEX IF NOT EXISTS links_src ON links(src);
-CREATE INDEX IF NOT EXISTS links_dst ON links(dst);
 CREATE TABLE IF NOT EXISTS choices (url TEXT PRIMARY KEY, priority INTEGER, link_score REAL);
 """
 

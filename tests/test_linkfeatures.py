@@ -301,6 +301,8 @@ def _pages_for_ids() -> list[tuple[str, str]]:
             '<table><tr><td><a href="t1">one</a></td><td></td><td><a href="t1">one again</a></td></tr></table>',
         ),
         ("http://c.test/", "<p>no links at all, just text</p>"),
+        # a character reference to U+0001, the mark the leaves are joined with: read leaf by leaf
+        ("http://e.test/", '<p>before&#1;after 12 x</p><a href="/m">mark&#1;inside</a><p>tail words</p>'),
         ("http://d.test/", '<a href="/only">only</a>'),
     ]
 

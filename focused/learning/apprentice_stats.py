@@ -42,13 +42,21 @@ def segments(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return offsets + np.arange(total), lengths
 
 
+def unique_ids(ids: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(ids, return_inverse=True)`` for ids in ``[0, n_features)``, by counting instead of
+    sorting: linear in the occurrences and the id space (a sort of millions of ids was most of a retrain)."""
+    present = np.bincount(ids, minlength=n_features) > 0
+    uniq = np.flatnonzero(present)
+    rank = np.cumsum(present) - 1
+    return uniq, rank[ids]
+
+
 def add_counts(counts: np.ndarray, ids: np.ndarray, high: np.ndarray, sign: int) -> None:
     """counts[bucket, id] += sign for each id occurrence."""
     for bucket, mask in ((1, high), (0, ~high)):
         sel = ids[mask]
-        if sel.size:
-            u, c = np.unique(sel, return_counts=True)
-            counts[bucket, u] += sign * c
+        if sel.size:  # a tally over the id space: no sort of the occurrences
+            counts[bucket] += sign * np.bincount(sel, minlength=counts.shape[1])
 
 
 def nb_weights(counts: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
@@ -129,7 +137,7 @@ def stacked_sigmoid(
     for fold in range(k):
         rows = sample[fold::k]
         pos, lengths = segments(indptr, rows)
-        uniq, inv = np.unique(ids[pos], return_inverse=True)
+        uniq, inv = unique_ids(ids[pos], counts.shape[1])
         row_of = np.repeat(np.arange(rows.size), lengths)
         fold_high = np.repeat(high[rows], lengths)
         c = counts[:, uniq].copy()

@@ -14,6 +14,7 @@ Scrapy-free.
 from __future__ import annotations
 
 import logging
+import re
 import threading
 from collections.abc import Sequence
 
@@ -21,7 +22,7 @@ import numpy as np
 
 from focused.learning.hashing import FeatureIds, feature_ids
 from focused.learning.htmlpage import ParsedPage, parse_page
-from focused.learning.linkfeatures import decode_html, resolve_links, tokenize
+from focused.learning.linkfeatures import decode_html, resolve_links
 
 logger = logging.getLogger(__name__)
 
@@ -39,12 +40,19 @@ class OffsetTable:
         self.max_tokens = max_tokens
         self._row: dict[str, int] = {}
         self._table = np.zeros((1024, 2 * d_max + 1), dtype=np.int32)
+        self._table[_NO_TOKEN] = -1
+        self._table[_MARK] = -2
         # A page of many links is scored in a thread while the reactor scores others: rows are
         # numbered by the dict's size, so adding them must not interleave.
         self._lock = threading.Lock()
 
     def rows(self, tokens: Sequence[str]) -> np.ndarray:
-        """A (len(tokens), 2 d_max + 1) matrix: column ``d + d_max`` holds the ids of the tokens at offset d."""
+        """A (len(tokens), 2 d_max + 1) matrix: column ``d + d_max`` holds the ids of the tokens at offset d.
+
+        A string that is no token of :func:`~focused.learning.linkfeatures.tokenize` (one character,
+        all digits) gets a row of -1, the leaf mark a row of -2: callers may pass a regex's raw
+        matches and drop the negative ids.
+        """
         if not tokens:
             return self._table[:0]
         with self._lock:
@@ -53,16 +61,29 @@ class OffsetTable:
             where = self._row
             for tok in set(tokens).difference(where):  # the new ones (set operations: no Python loop per token)
                 where[tok] = self._add(tok)
-            return self._table[list(map(where.__getitem__, tokens))]
+            return self._table[np.fromiter(map(where.__getitem__, tokens), dtype=np.intp, count=len(tokens))]
 
     def _add(self, tok: str) -> int:
-        i = len(self._row)
+        if tok == _LEAF_MARK:
+            return _MARK
+        if len(tok) < 2 or tok.isdigit():
+            return _NO_TOKEN
+        i = len(self._row) + 2  # rows 0 and 1 are those of non-tokens and of the leaf mark
         if i >= len(self._table):
             grown = np.zeros((2 * len(self._table), self._table.shape[1]), dtype=np.int32)
             grown[: len(self._table)] = self._table
             self._table = grown
         self._table[i] = self.ids.uncached(f"{tok}@{d}" for d in range(-self.d_max, self.d_max + 1))
         return i
+
+
+#: The table rows of strings that are not tokens (ids of -1; hashed ids are never negative) and
+#: of the leaf mark (-2).
+_NO_TOKEN, _MARK = 0, 1
+#: Separates leaves in the one regex pass over a page's leaves: not a word character, and never in
+#: parsed text (control characters are removed before parsing).
+_LEAF_MARK = "\x01"
+_TOKEN_OR_MARK = re.compile(r"[^\W_]+|\x01")
 
 
 _tables: dict[tuple[int, int], OffsetTable] = {}
@@ -127,22 +148,29 @@ def _window_ids(
     starts = np.cumsum(width) - width
     m = np.repeat(lo, width) + (np.arange(int(width.sum())) - np.repeat(starts, width))
     d = np.where(m < left[pair_occ], m - left[pair_occ], np.where(m > right[pair_occ], m - right[pair_occ], 0))
-    # the tokens of each leaf some window reads, as rows of the offset table
+    # the tokens of each leaf some window reads, as rows of the offset table: one regex pass over
+    # the leaves joined by a mark; non-tokens (one letter, all digits) get ids of -1, dropped below
     needed = np.unique(m)
-    tokens = [tokenize(leaves[k]) if leaves[k] else [] for k in needed.tolist()]
-    counts = np.fromiter((len(t) for t in tokens), dtype=np.int64, count=len(tokens))
-    matrix = offset_table(n_features, d_max).rows([tok for toks in tokens for tok in toks])
+    texts = [leaves[k] for k in needed.tolist()]
+    joined = _LEAF_MARK.join(texts)
+    if joined.count(_LEAF_MARK) != len(texts) - 1:  # a leaf with the mark in it (never from the parser)
+        joined = _LEAF_MARK.join([text.replace(_LEAF_MARK, " ") for text in texts])
+    words = _TOKEN_OR_MARK.findall(joined.lower())
+    matrix = offset_table(n_features, d_max).rows(words)
+    marks = np.flatnonzero(matrix[:, 0] == -2) if len(words) else np.zeros(0, dtype=np.int64)
     first = np.zeros(len(leaves) + 1, dtype=np.int64)  # leaf -> its first row in matrix
     n_tokens = np.zeros(len(leaves), dtype=np.int64)
-    n_tokens[needed] = counts
-    first[needed] = np.cumsum(counts) - counts
-    # one id per (pair, token of its leaf)
+    first[needed] = np.concatenate((np.zeros(1, dtype=np.int64), marks + 1))
+    n_tokens[needed] = np.append(marks, len(words)) - first[needed]
+    # one id per (pair, word of its leaf)
     per_pair = n_tokens[m]
     pair_starts = np.cumsum(per_pair) - per_pair
     total = int(per_pair.sum())
     rows = np.repeat(first[m], per_pair) + (np.arange(total) - np.repeat(pair_starts, per_pair))
     ids = matrix[rows, np.repeat(d + d_max, per_pair)] if total else np.zeros(0, dtype=np.int32)
     target = np.asarray(owner, dtype=np.int64)[np.repeat(pair_occ, per_pair)]
+    valid = ids >= 0
+    ids, target = ids[valid], target[valid]
     order = np.argsort(target, kind="stable")
     bounds = np.searchsorted(target[order], np.arange(n_targets + 1))
     ids = ids[order]
