@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
+#: The page's fingerprint when the page-analysis worker computed it (:mod:`focused.analysis`).
+FINGERPRINT_META_KEY = "focused_fingerprint"
+_NOT_YET = object()
+
+
 class NearDuplicateMiddleware:
     """Drop the outlinks of pages that nearly duplicate an earlier page."""
 
@@ -50,7 +55,10 @@ class NearDuplicateMiddleware:
         waiting: list[Request] = []
         async for obj in result:
             if isinstance(obj, PageItem) and duplicate is None:
-                duplicate = self.state.page(obj.url, simhash(obj.text) if obj.text else None)
+                fingerprint = response.meta.pop(FINGERPRINT_META_KEY, _NOT_YET)  # from the analysis worker
+                if fingerprint is _NOT_YET:
+                    fingerprint = simhash(obj.text) if obj.text else None
+                duplicate = self.state.page(obj.url, fingerprint)
                 if duplicate:
                     self.stats.inc_value("focused/traps/near_duplicate")
                     self._drop(waiting)

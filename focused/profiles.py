@@ -19,7 +19,7 @@ def replay_profile(settings: BaseSettings) -> dict[str, Any]:
         "CONCURRENT_REQUESTS": concurrency,
         "CONCURRENT_REQUESTS_PER_DOMAIN": concurrency,
         "DOWNLOAD_DELAY": 0,
-        "RANDOMIZE_DOWNLOAD_DELAY": False,
+        "DOWNLOAD_DELAY_JITTER": 0,  # (RANDOMIZE_DOWNLOAD_DELAY is deprecated in Scrapy 2.19)
         "AUTOTHROTTLE_ENABLED": False,
         "RETRY_ENABLED": False,
         "DOWNLOAD_TIMEOUT": 30,

@@ -201,6 +201,12 @@ class CrawlRuntime:
                 self._memo.popitem(last=False)
         return verdict
 
+    def remember(self, url: str, verdict: Verdict) -> None:
+        """A verdict on ``url`` computed elsewhere (the page-analysis worker): :meth:`judge` returns it."""
+        self._memo[url] = verdict
+        if len(self._memo) > _MEMO_SIZE:
+            self._memo.popitem(last=False)
+
     def seeds(self) -> list[str]:
         """The example URLs the model stores for the topic's classes."""
         examples = getattr(self.critic, "examples", {}) or {}

@@ -264,6 +264,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_TRAP_PATTERN_DUPLICATES": whole(0, note="0: never"),
     "FOCUSED_ORACLE_GRAPH": readable("link graph (.npz) of the replayed web, for oracle-lookahead"),
     "FOCUSED_MAX_LINKS_PER_PAGE": whole(0, note="0: no cap"),
+    "FOCUSED_ANALYSIS_WORKERS": whole(0, 8, note="0: in the crawl process"),
     "FOCUSED_FRONTIER_MAX_SIZE": whole(0, note="0: no cap"),
     "FOCUSED_PREDICATE": Spec(_predicate, "a predicate (text:/url:/class: atoms, and/or/not, parentheses)"),
     "FOCUSED_INTELLIGENT_FACTORS": Spec(_intelligent_factors, "a comma-separated list of content, url, link, sibling"),

@@ -260,7 +260,7 @@ def test_two_apprentice_workers_learn_together(site, redis_server):
 
     settings = redis_settings(redis_server, FOCUSED_APPRENTICE_MIN_INSTANCES=30, FOCUSED_APPRENTICE_POLL_SECONDS=0.2)
     # slowed down (~12 s) so that the second worker, idle until the seed's links arrive, takes part
-    slow = {"DOWNLOAD_DELAY": 0.05, "RANDOMIZE_DOWNLOAD_DELAY": False}
+    slow = {"DOWNLOAD_DELAY": 0.05, "DOWNLOAD_DELAY_JITTER": 0}
     specs = [spec(site, f"learner{i}", strategy="apprentice", **settings, **slow) for i in (1, 2)]
     env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SCRAPY_SETTINGS_MODULE="focused.settings")
     procs = []
@@ -326,7 +326,7 @@ def test_the_trainer_killed_another_worker_takes_over(site, redis_server):
 
     settings = redis_settings(
         redis_server, FOCUSED_APPRENTICE_MIN_INSTANCES=30, FOCUSED_APPRENTICE_LOCK_SECONDS=1,
-        FOCUSED_REDIS_LEASE_SECONDS=2, DOWNLOAD_DELAY=0.05, RANDOMIZE_DOWNLOAD_DELAY=False,
+        FOCUSED_REDIS_LEASE_SECONDS=2, DOWNLOAD_DELAY=0.05, DOWNLOAD_DELAY_JITTER=0,
     )  # fmt: skip
     specs = [spec(site, f"takeover{i}", strategy="apprentice", **settings) for i in (1, 2)]
     env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SCRAPY_SETTINGS_MODULE="focused.settings")

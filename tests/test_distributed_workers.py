@@ -107,7 +107,7 @@ def test_two_workers_started_together_without_delays_both_fetch(web, redis_serve
 
 def test_a_worker_killed_mid_crawl_loses_nothing(web, redis_server):
     settings = redis_settings(
-        redis_server, FOCUSED_REDIS_LEASE_SECONDS=3, DOWNLOAD_DELAY=0.05, RANDOMIZE_DOWNLOAD_DELAY=False
+        redis_server, FOCUSED_REDIS_LEASE_SECONDS=3, DOWNLOAD_DELAY=0.05, DOWNLOAD_DELAY_JITTER=0
     )
     prefix = settings["FOCUSED_REDIS_PREFIX"]
     victim = Worker(worker(web, "victim", **settings))
@@ -129,7 +129,7 @@ def test_a_worker_killed_mid_crawl_loses_nothing(web, redis_server):
 
 
 def test_workers_share_one_page_budget(web, redis_server):
-    settings = redis_settings(redis_server, FOCUSED_MAX_PAGES=100, DOWNLOAD_DELAY=0.02, RANDOMIZE_DOWNLOAD_DELAY=False)
+    settings = redis_settings(redis_server, FOCUSED_MAX_PAGES=100, DOWNLOAD_DELAY=0.02, DOWNLOAD_DELAY_JITTER=0)
     workers = [Worker(worker(web, f"budget{i}", **settings)) for i in (1, 2)]
     stats = [w.finish() for w in workers]
     fetched = [w.pages() for w in workers]

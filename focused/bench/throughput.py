@@ -34,7 +34,14 @@ from typing import Any
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, scrapy_command, stats_path
 from focused.bench.wikiweb import MODEL, TOPIC, bench_run, md_row, wiki_spec
 
-CRAWLERS = (("plain", "plain", "baseline"), ("baseline", "focused", "baseline"), ("default", "focused", "apprentice"))
+#: (name, spider, strategy, extra settings); the last one is the default with its pages read in a
+#: worker process (FOCUSED_ANALYSIS_WORKERS, focused.analysis).
+CRAWLERS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
+    ("plain", "plain", "baseline", {}),
+    ("baseline", "focused", "baseline", {}),
+    ("default", "focused", "apprentice", {}),
+    ("default, 1 analysis worker", "focused", "apprentice", {"FOCUSED_ANALYSIS_WORKERS": 1}),
+)
 
 
 @dataclass(frozen=True)
@@ -55,7 +62,9 @@ def run_process(spec: CrawlSpec) -> tuple[int, float, int, dict[str, Any]]:
     """Run one crawl; its exit status, CPU seconds (user + sys), peak RSS (KB, VmHWM) and stats.
 
     The peak RSS is read from ``/proc/PID/status`` while the crawl runs: the ``ru_maxrss`` of a child
-    on Linux starts from its parent's RSS at the fork, which would hide a small crawl's own peak.
+    on Linux starts from its parent's RSS at the fork, which would hide a small crawl's own peak. A
+    crawl with page-analysis workers counts theirs too (the sum of the processes' peaks), as the CPU
+    does (the crawl waits for its workers, so ``wait4`` includes their time).
     """
     import json
 
@@ -68,7 +77,7 @@ def run_process(spec: CrawlSpec) -> tuple[int, float, int, dict[str, Any]]:
     with spec.db.with_suffix(".log").open("w") as log:
         proc = subprocess.Popen(scrapy_command(spec), cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         while True:
-            peak = max(peak, vm_hwm_kb(proc.pid))
+            peak = max(peak, vm_hwm_kb(proc.pid) + sum(vm_hwm_kb(child) for child in _children(proc.pid)))
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
@@ -76,6 +85,17 @@ def run_process(spec: CrawlSpec) -> tuple[int, float, int, dict[str, Any]]:
         proc.returncode = os.waitstatus_to_exitcode(status)
     stats = json.loads(stats_path(spec).read_text()) if stats_path(spec).exists() else {}
     return proc.returncode, usage.ru_utime + usage.ru_stime, peak, stats
+
+
+def _children(pid: int) -> list[int]:
+    """The child processes of ``pid`` (its page-analysis workers)."""
+    found: list[int] = []
+    try:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            found += [int(c) for c in (task / "children").read_text().split()]
+    except (OSError, ValueError):
+        pass
+    return found
 
 
 def vm_hwm_kb(pid: int | str = "self") -> int:
@@ -96,13 +116,14 @@ def _spec(config: SpeedBenchConfig, proxy: str, name: str, spider: str, strategy
 
 def throughput(config: SpeedBenchConfig, proxy: str) -> dict[str, Any]:
     """Every round of the three crawlers (alternating), then medians and the median ratios to plain."""
-    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, _, _ in CRAWLERS}
-    ratios: dict[str, list[dict[str, float]]] = {name: [] for name, _, _ in CRAWLERS[1:]}
+    runs: dict[str, list[dict[str, Any]]] = {name: [] for name, *_ in CRAWLERS}
+    ratios: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in CRAWLERS[1:]}
     for rnd in range(config.rounds):
         this_round: dict[str, dict[str, Any]] = {}
-        for name, spider, strategy in CRAWLERS:
+        for k, (name, spider, strategy, settings) in enumerate(CRAWLERS):
             load = os.getloadavg()[0]
-            code, cpu, rss, stats = run_process(_spec(config, proxy, f"speed-{name}-{rnd}", spider, strategy))
+            spec = _spec(config, proxy, f"speed-{k}-{rnd}", spider, strategy, **settings)
+            code, cpu, rss, stats = run_process(spec)
             responses = int(stats.get("downloader/response_count", 0))
             elapsed = float(stats.get("elapsed_time_seconds") or 0)
             run = {
@@ -187,7 +208,7 @@ def markdown(result: dict[str, Any]) -> str:
         "| harvest |",
         "|---|---|---|---|---|---|---|",
     ]
-    for name, _, _ in CRAWLERS:
+    for name, *_ in CRAWLERS:
         med, ratio = tp["median"][name], tp["ratio_to_plain"].get(name, {})
         lines.append(
             md_row(

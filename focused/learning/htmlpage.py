@@ -80,12 +80,16 @@ class ParsedPage:
     deep: bool = False
     #: (base URL, resolved URL of each link or None) memoised by :func:`~focused.learning.linkfeatures.resolve_links`
     resolved: tuple[str, list[str | None]] | None = None
+    #: ((base URL, d_max, n_features), result) of :func:`~focused.learning.linkids.page_link_ids`, when a
+    #: page-analysis worker computed it (:mod:`focused.analysis`)
+    link_ids: tuple[tuple[str, int, int], Any] | None = None
 
     def truncate(self, n_links: int) -> None:
         """Keep only the first ``n_links`` links (a page cut at the crawl's cap of links per page)."""
         del self.links[n_links:]
         if self.resolved is not None:
             del self.resolved[1][n_links:]
+        self.link_ids = None
 
 
 def _parser(kind: str) -> etree.HTMLParser:

@@ -103,6 +103,10 @@ def page_link_ids(
     """The page's distinct http(s) link targets (first-occurrence order), the ⟨t, d⟩ ids of each
     (int32, unsorted, one per token occurrence, every occurrence of the target) and its anchor
     texts, as :class:`~focused.learning.linkfeatures.PageLinks` has them."""
+    key = (base_url, d_max, n_features)
+    if parsed.link_ids is not None and parsed.link_ids[0] == key:  # computed by the page-analysis worker
+        result: tuple[list[str], list[np.ndarray], list[str]] = parsed.link_ids[1]
+        return result
     leaves = parsed.leaves
     index: dict[str, int] = {}
     urls: list[str] = []

@@ -18,22 +18,20 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
-from urllib.parse import urlparse
 
 import scrapy
 from scrapy import signals
 from scrapy.http import Response, TextResponse
-from scrapy.linkextractors import IGNORED_EXTENSIONS
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
-from w3lib.url import safe_url_string
 
 from focused.errors import ConfigError
 from focused.frontier.settings import uses_redis
 from focused.items import PageItem
 from focused.jobs import SCRAPYD_ARGUMENTS, apply_job
 from focused.learning.htmlpage import ParsedPage, parse_page
-from focused.learning.linkfeatures import resolve_links
+from focused.outlinks import take_links
+from focused.page_analysis import PageAnalysis
 from focused.priority import SEED_PRIORITY
 from focused.profiles import apply_profile
 from focused.redis_seeds import RedisSeeds
@@ -59,6 +57,8 @@ class FocusedSpider(scrapy.Spider):
     #: FOCUSED_MAX_LINKS_PER_PAGE (0: no cap)
     max_links: int = 3000
     redis_seeds: RedisSeeds | None = None
+    #: FOCUSED_ANALYSIS_WORKERS > 0: pages are read in worker processes
+    analysis: PageAnalysis | None = None
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -84,6 +84,10 @@ class FocusedSpider(scrapy.Spider):
             crawler.signals.connect(spider.redis_seeds.close, signal=signals.spider_closed)
         spider.seeds = spider._configured_seeds()
         spider.max_links = crawler.settings.getint("FOCUSED_MAX_LINKS_PER_PAGE", 3000)
+        workers = crawler.settings.getint("FOCUSED_ANALYSIS_WORKERS", 0)
+        if workers:
+            spider.analysis = PageAnalysis(crawler, workers, spider.max_links)
+            crawler.signals.connect(spider.analysis.close, signal=signals.spider_closed)
         return spider
 
     def _configured_seeds(self) -> list[str]:
@@ -119,7 +123,12 @@ class FocusedSpider(scrapy.Spider):
             return
         html = response.text
         follow = "html" in content_type or not content_type
-        if len(html) > THREAD_PAGE_CHARS:  # seconds of parsing: off the reactor thread
+        if self.analysis is not None:  # in the worker process
+            read = await self.analysis.read(response, html, follow, self._read)
+            if read is None:
+                return
+            parsed, links, over = read
+        elif len(html) > THREAD_PAGE_CHARS:  # seconds of parsing: off the reactor thread
             parsed, links, over = await maybe_deferred_to_future(deferToThread(self._read, response, html, follow))
         else:
             parsed, links, over = self._read(response, html, follow)
@@ -156,67 +165,6 @@ class FocusedSpider(scrapy.Spider):
         return self._take_links(response, parse_page(response.text) if parsed is None else parsed)[0]
 
     def _take_links(self, response: TextResponse, parsed: ParsedPage) -> tuple[list[str], int]:
-        """The page's outlinks (at most ``max_links``) and how many ``<a href>`` were left unread.
-
-        The links Scrapy's ``LinkExtractor(unique=True)`` would give (percent-encoded
-        with the page's encoding, without the extensions it ignores), read from the
-        page's one parse. A link without a usable host (``http:// www.x.com``,
-        ``http://%20/x``) is dropped here: the downloader would fail on it with an
-        error per link. Past the cap the page is cut (``parsed`` keeps only the
-        anchors read), so that no later stage works on the links not taken.
-        """
-        own = response.url.split("#", 1)[0]
-        encoding = response.encoding
-        links: dict[str, None] = {}
-        cap = self.max_links or len(parsed.links)
-        read = 0
-        while read < len(parsed.links) and len(links) < cap:
-            upto = min(len(parsed.links), read + cap - len(links))  # resolve only what may be taken
-            for resolved in resolve_links(parsed, response.url, upto)[read:upto]:
-                if resolved is None:
-                    continue
-                url = _accepted(resolved, encoding)
-                if url is not None and url != own:
-                    links[url] = None
-            read = upto
-        over = len(parsed.links) - read
-        if over:
-            parsed.truncate(read)
-        return list(links), over
-
-
-_DENIED_EXTENSIONS = tuple(f".{ext}" for ext in IGNORED_EXTENSIONS)
-_accepted_memo: dict[tuple[str, str], str | None] = {}
-_MEMO_SIZE = 100_000
-
-
-def _accepted(url: str, encoding: str) -> str | None:
-    """``url`` as Scrapy's link extractor would request it, or None if it is not followed (memoised)."""
-    key = (url, encoding)
-    if key in _accepted_memo:
-        return _accepted_memo[key]
-    try:
-        safe: str | None = safe_url_string(url, encoding=encoding).split("#", 1)[0]
-    except ValueError:
-        safe = None
-    try:
-        parts = urlparse(safe) if safe is not None else None
-    except ValueError:  # e.g. an invalid IPv6 host
-        safe = parts = None
-    if parts is not None and (
-        parts.scheme not in ("http", "https")
-        or not _valid_host(parts.hostname)
-        or parts.path.lower().endswith(_DENIED_EXTENSIONS)
-    ):
-        safe = None
-    if len(_accepted_memo) >= _MEMO_SIZE:
-        _accepted_memo.clear()
-    _accepted_memo[key] = safe
-    return safe
-
-
-def _valid_host(host: str | None) -> bool:
-    """A non-empty host without whitespace or percent-escapes (which no DNS name has)."""
-    if not host:
-        return False
-    return not any(c.isspace() or c == "%" for c in host)
+        """The page's outlinks (at most ``max_links``) and how many ``<a href>`` were left unread
+        (:func:`focused.outlinks.take_links`)."""
+        return take_links(parsed, response.url, response.encoding, self.max_links)
