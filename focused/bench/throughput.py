@@ -115,7 +115,7 @@ def _spec(config: SpeedBenchConfig, proxy: str, name: str, spider: str, strategy
 
 
 def throughput(config: SpeedBenchConfig, proxy: str) -> dict[str, Any]:
-    """Every round of the three crawlers (alternating), then medians and the median ratios to plain."""
+    """Every round of the crawlers (alternating), then medians and the median ratios to plain."""
     runs: dict[str, list[dict[str, Any]]] = {name: [] for name, *_ in CRAWLERS}
     ratios: dict[str, list[dict[str, float]]] = {name: [] for name, *_ in CRAWLERS[1:]}
     for rnd in range(config.rounds):

@@ -1,6 +1,6 @@
 """``focused bench-speed``: the focused crawler against plain Scrapy on the rendered Wikipedia replay.
 
-Throughput of ``plain``, ``baseline`` and the default pipeline (alternating
+Throughput of ``plain``, ``baseline``, the default pipeline and the default with one page-analysis worker (alternating
 crawls, medians, ratios to plain), the CPU of each pipeline stage per page,
 bytes per waiting URL and peak RSS with 100,000 waiting URLs, and a crawl of a
 200,000-link page. Writes ``bench.md`` and ``bench.json`` to ``--out``
@@ -26,7 +26,7 @@ def register(subparsers: Any) -> None:
     )
     parser.add_argument("--out", type=Path, help="results folder (default: results/speed)")
     parser.add_argument("--quick", action="store_true", help="smoke run: 500-response crawls, 2 rounds")
-    parser.add_argument("--rounds", type=positive_int, help="alternating rounds of the three crawlers (default: 3)")
+    parser.add_argument("--rounds", type=positive_int, help="alternating rounds of the four crawlers (default: 3)")
     parser.add_argument("--responses", type=positive_int, help="responses per crawl (default: 3000)")
     parser.set_defaults(func=run)
 
