@@ -19,7 +19,9 @@ from __future__ import annotations
 
 import multiprocessing
 import signal
+import threading
 from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
@@ -82,6 +84,10 @@ def _start_worker(config: AnalysisConfig) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
+def _ready() -> None:
+    """Nothing: run once per worker to start it."""
+
+
 def _analyze(html: str, url: str, encoding: str, follow: bool) -> Analysis:
     return analyze_page(_config, html, url, encoding, follow)
 
@@ -97,15 +103,35 @@ class AnalysisPool:
         self.config = config
         self.workers = workers
         self.restarts = 0
+        self.ready: Future[None] = Future()
         #: pages the workers returned: a pool that breaks before the first could not start
         self.completed = 0
         self._executor = self._start()
 
     def _start(self) -> ProcessPoolExecutor:
+        """A new pool; its workers start in a thread (:attr:`ready`): starting one blocks until the
+        new interpreter has read the critic, a second or two the reactor must not wait."""
         context = multiprocessing.get_context("spawn")
-        return ProcessPoolExecutor(self.workers, mp_context=context, initializer=_start_worker, initargs=(self.config,))
+        executor = ProcessPoolExecutor(
+            self.workers, mp_context=context, initializer=_start_worker, initargs=(self.config,)
+        )
+        ready: Future[None] = Future()
+
+        def start() -> None:
+            try:
+                for started in [executor.submit(_ready) for _ in range(self.workers)]:
+                    started.result()
+            except BaseException as exc:  # whatever it was, the pool is unusable
+                ready.set_exception(exc if isinstance(exc, BrokenProcessPool) else BrokenProcessPool(repr(exc)))
+            else:
+                ready.set_result(None)
+
+        self.ready = ready
+        threading.Thread(target=start, name="focused-analysis-start", daemon=True).start()
+        return executor
 
     def submit(self, html: str, url: str, encoding: str, follow: bool) -> Future[Analysis]:
+        """Queue a page (after :attr:`ready`, or the call waits for the workers to start)."""
         return self._executor.submit(_analyze, html, url, encoding, follow)
 
     def restart(self) -> None:

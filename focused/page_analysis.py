@@ -71,6 +71,8 @@ class PageAnalysis:
                 return inline(response, html, follow)
             generation = self._generation
             try:
+                if not pool.ready.done():  # workers starting: wait here, not in submit (the reactor would)
+                    await asyncio.wrap_future(pool.ready)
                 analysis = await asyncio.wrap_future(pool.submit(html, response.url, response.encoding, follow))
             except BrokenProcessPool:
                 if not pool.completed:  # no worker ever read a page: they cannot start; no page is lost for it

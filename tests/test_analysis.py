@@ -72,6 +72,7 @@ def test_a_dead_worker_is_replaced(critic_path: Any) -> None:
     pool = AnalysisPool(AnalysisConfig(fingerprints=False))
     try:
         url, html = PAGES[0]
+        pool.ready.result(timeout=60)
         assert pool.submit(html, url, "utf-8", True).result(timeout=60).links
         for pid in list(pool._executor._processes):  # type: ignore[attr-defined]
             os.kill(pid, signal.SIGKILL)
@@ -79,6 +80,7 @@ def test_a_dead_worker_is_replaced(critic_path: Any) -> None:
             pool.submit(html, url, "utf-8", True).result(timeout=60)
         pool.restart()
         assert pool.restarts == 1
+        pool.ready.result(timeout=60)
         assert pool.submit(html, url, "utf-8", True).result(timeout=60).links
     finally:
         pool.close()
@@ -89,6 +91,8 @@ class _Pool:
 
     def __init__(self, error: BaseException, completed: int) -> None:
         self.error, self.completed, self.restarts, self.closed = error, completed, 0, False
+        self.ready: Future[None] = Future()
+        self.ready.set_result(None)
 
     def submit(self, *args: Any) -> Future[Any]:
         future: Future[Any] = Future()
