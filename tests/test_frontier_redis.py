@@ -149,6 +149,36 @@ def test_redis_restarted_between_operations_loses_nothing(tmp_path, caplog):
         s.close()
 
 
+def test_a_pop_whose_reply_was_lost_returns_the_same_entries_when_retried(redis_server):
+    """Redis ran the pop, then the connection broke before the reply: the retry must not pop others and
+    leave the first ones leased to nobody (they would wait for their lease to expire)."""
+    import redis as redis_lib
+
+    s = make_redis(redis_server.url, retry_seconds=10)
+    for i in range(10):
+        push(s, f"k{i}", i)
+    script = s._scripts["pop"]
+    calls = []
+
+    def lose_the_first_reply(keys, args):
+        reply = script(keys, args)
+        calls.append(keys[-1])
+        if len(calls) == 1:
+            raise redis_lib.ConnectionError("connection closed by server")
+        return reply
+
+    s._scripts["pop"] = lose_the_first_reply
+    popped = s.pop_many(3)
+    assert len(calls) == 2 and calls[0] == calls[1]  # the retry, with the same record
+    assert [p.key for p in popped] == ["k9", "k8", "k7"] and all(p.attempts == 0 for p in popped)
+    assert s.in_flight == 3 and len(s) == 7  # nothing leased to nobody
+    s._scripts["pop"] = script
+    assert [p.key for p in s.pop_many(2)] == ["k6", "k5"]  # a new call pops anew
+    s.ack_many(p.key for p in popped)
+    assert s.in_flight == 2
+    s.close()
+
+
 def test_redis_gone_for_longer_than_the_retry_setting_is_a_clear_store_error(tmp_path, monkeypatch):
     server = RedisServer(tmp_path / "redis").start()
     s = RedisStore(server.client(), prefix="gone", encode=str, decode=str, retry_seconds=0.3)

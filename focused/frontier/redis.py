@@ -15,6 +15,7 @@ names its keys)::
     attempts   HASH   key -> times popped (``Popped.attempts``)
     counter    STRING discovery order, shared by the workers (FIFO ties)
     meta       HASH   name -> JSON (format, options, whatever the crawl keeps)
+    pop:<id>   LIST   the keys one pop took, for its retries (expires a minute after the retry window)
 
 A done entry keeps only its member of ``seen``.
 
@@ -43,10 +44,11 @@ cut off from Redis for longer than the lease) back in ``waiting``, counted in
 (one warning per outage, one line when Redis is back) for up to
 ``retry_seconds``, then raises :class:`~focused.frontier.store.StoreError`;
 from then on each call tries once (no waiting) until Redis answers again. A
-script whose reply was lost may have run: a pop then leaves leases nobody
-holds, which come back when they expire, so nothing popped is lost; a push
-retried then reports its URLs as seen or merged (and a merged parent counts
-twice in ``mean``).
+script whose reply was lost may have run: a pop retried then returns the
+entries it had popped (each pop records its keys under ``pop:<id>`` for the
+retry window and a minute), so no lease is left to nobody; a push retried
+then reports its URLs as seen or merged (and a merged parent counts twice in
+``mean``).
 """
 
 from __future__ import annotations
@@ -143,7 +145,7 @@ class RedisStore:
         self.retry_seconds = float(retry_seconds)
         self.requeued = 0
         self.worker = uuid.uuid4().hex[:12]
-        self.k = {name: f"{prefix}:frontier:{name}" for name in KEY_NAMES}
+        self.k = {name: f"{prefix}:frontier:{name}" for name in (*KEY_NAMES, "pop")}
         self._scripts = {
             name: client.register_script(getattr(redis_lua, name.upper()))
             for name in ("push", "pop", "reap", "ack", "give_back", "renew")
@@ -237,8 +239,10 @@ class RedisStore:
     def pop_many(self, n: int = 1) -> list[Popped]:
         if n <= 0:
             return []
-        keys = self._keys("waiting", "leases", "popped", "attempts", "items")
-        reply = self._call(lambda: self._scripts["pop"](keys, [n, self.lease_ms, REAP_LIMIT]))
+        # one record per call, kept through its retries: a retry after a lost reply gets the same entries
+        keys = [*self._keys("waiting", "leases", "popped", "attempts", "items"), f"{self.k['pop']}:{uuid.uuid4().hex}"]
+        record_ms = round((self.retry_seconds + 60) * 1000)
+        reply = self._call(lambda: self._scripts["pop"](keys, [n, self.lease_ms, REAP_LIMIT, record_ms]))
         self._count_requeued(int(reply[0]))
         out: list[Popped] = []
         bad: list[str] = []
@@ -379,4 +383,4 @@ class RedisStore:
 
     def clear(self) -> int:
         """Delete this frontier from Redis (every key under the prefix); returns how many keys existed."""
-        return int(self._call(lambda: self.client.delete(*self.k.values())))
+        return int(self._call(lambda: self.client.delete(*(self.k[name] for name in KEY_NAMES))))

@@ -79,12 +79,28 @@ end
 return out
 """
 
-#: KEYS: waiting, leases, popped, attempts, items. ARGV: n, lease milliseconds, reap limit.
-#: Returns {reaped, key1, score1, attempts1, item1, key2, ...}; a missing item is nil.
+#: KEYS: waiting, leases, popped, attempts, items, pop (this call's record). ARGV: n, lease milliseconds,
+#: reap limit, record milliseconds. Returns {reaped, key1, score1, attempts1, item1, key2, ...}; a missing
+#: item is nil. The keys popped are recorded under KEYS[6] for a while: the same call retried after its
+#: reply was lost (Redis restarted, connection cut) returns the entries it popped then, still leased,
+#: instead of popping others and leaving those leased to nobody.
 POP = (
     PRELUDE
     + """
 local now = now_ms()
+local done = redis.call('LRANGE', KEYS[6], 0, -1)
+if #done > 0 then
+  local out = {0}
+  for _, key in ipairs(done) do
+    if redis.call('ZSCORE', KEYS[2], key) then
+      out[#out + 1] = key
+      out[#out + 1] = redis.call('HGET', KEYS[3], key)
+      out[#out + 1] = tonumber(redis.call('HGET', KEYS[4], key) or '1') - 1
+      out[#out + 1] = redis.call('HGET', KEYS[5], key)
+    end
+  end
+  return out
+end
 local out = {reap(now, tonumber(ARGV[3]))}
 local popped = redis.call('ZPOPMIN', KEYS[1], ARGV[1])
 local expiry = now + tonumber(ARGV[2])
@@ -92,11 +108,13 @@ for i = 1, #popped, 2 do
   local key, score = popped[i], popped[i + 1]
   redis.call('ZADD', KEYS[2], expiry, key)
   redis.call('HSET', KEYS[3], key, score)
+  redis.call('RPUSH', KEYS[6], key)
   out[#out + 1] = key
   out[#out + 1] = score
   out[#out + 1] = redis.call('HINCRBY', KEYS[4], key, 1) - 1
   out[#out + 1] = redis.call('HGET', KEYS[5], key)
 end
+if #popped > 0 then redis.call('PEXPIRE', KEYS[6], ARGV[4]) end
 return out
 """
 )
