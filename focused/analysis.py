@@ -3,8 +3,9 @@
 Reading a page is pure CPU work that needs no Scrapy: one parse (leaves, links,
 visible text), its outlinks as the spider takes them, the near-duplicate
 fingerprint, the critic's verdict and the ⟨t, d⟩ ids of its links. With
-``FOCUSED_ANALYSIS_WORKERS = 1`` the spider hands each page to a worker process
-(:class:`AnalysisPool`) and awaits the result, so that the reactor goes on with
+``FOCUSED_ANALYSIS_WORKERS`` (default ``auto``: one worker on a machine of two or
+more cores) the spider hands each page to a worker process (:class:`AnalysisPool`)
+and awaits the result, so that the reactor goes on with
 downloads and scheduling meanwhile; the components then find the results where
 they would have computed them (the verdict in the runtime's memo, the
 fingerprint in the response's meta, the link ids on the parsed page).
@@ -18,8 +19,10 @@ a worker fails is :mod:`focused.page_analysis`'s business.
 from __future__ import annotations
 
 import multiprocessing
+import os
 import signal
 import threading
+import time
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
@@ -73,6 +76,22 @@ def analyze_page(config: AnalysisConfig, html: str, url: str, encoding: str, fol
     return result
 
 
+#: How often a worker checks that the crawl process is still there.
+PARENT_POLL_SECONDS = 0.5
+
+
+def workers_for(setting: object) -> int:
+    """``FOCUSED_ANALYSIS_WORKERS`` as a count: ``auto`` is one worker when this process may use two or
+    more cores (the worker takes the second), else none."""
+    if str(setting).strip().lower() == "auto":
+        try:
+            cores = len(os.sched_getaffinity(0))
+        except AttributeError:  # not Linux
+            cores = os.cpu_count() or 1
+        return 1 if cores >= 2 else 0
+    return int(str(setting).strip())
+
+
 _config = AnalysisConfig()  # the worker's, set when it starts
 
 
@@ -82,6 +101,15 @@ def _start_worker(config: AnalysisConfig) -> None:
     # Ctrl-C reaches the whole process group: the crawl process shuts down gracefully and still needs
     # its worker for the pages in flight; it stops the worker itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # A crawl process killed outright (SIGKILL, OOM) cannot stop its worker, and the worker holds both
+    # ends of its own queue, so it would wait for pages forever: it leaves when its parent is gone.
+    threading.Thread(target=_leave_with_parent, args=(os.getppid(),), name="focused-parent-watch", daemon=True).start()
+
+
+def _leave_with_parent(parent: int) -> None:
+    while os.getppid() == parent:
+        time.sleep(PARENT_POLL_SECONDS)
+    os._exit(0)
 
 
 def _ready() -> None:
@@ -141,5 +169,11 @@ class AnalysisPool:
         self._executor = self._start()
 
     def close(self) -> None:
-        """Stop the workers and wait for them (pages still queued are dropped: the crawl is over)."""
+        """Stop the workers and wait for them (pages still queued are dropped: the crawl is over).
+
+        Workers still starting (a crawl shorter than their start-up) are terminated rather than
+        waited for: they have read no page, and would hold the crawl's exit a second or two."""
+        if not self.ready.done():
+            for process in list(getattr(self._executor, "_processes", {}).values()):
+                process.terminate()
         self._executor.shutdown(wait=True, cancel_futures=True)

@@ -1,8 +1,9 @@
 """The spider's side of the page-analysis worker (:mod:`focused.analysis`): what to ask of it, and
 what to do when it fails.
 
-Built by the spider when ``FOCUSED_ANALYSIS_WORKERS`` > 0. :meth:`PageAnalysis.read`
-sends a page to the worker and awaits its reading, leaving the critic's verdict
+Built by the spider when ``FOCUSED_ANALYSIS_WORKERS`` asks for workers. :meth:`PageAnalysis.read`
+sends a page to a worker and awaits its reading (pages that come before the workers
+have started are read in the crawl process, so a short crawl does not wait for them), leaving the critic's verdict
 in the runtime's memo and the fingerprint in the response's meta for the
 components that would otherwise compute them. An analysis that raises is done
 again in the crawl process. A worker that dies is replaced (up to
@@ -70,9 +71,11 @@ class PageAnalysis:
             if pool is None:  # no workers (any more): read here
                 return inline(response, html, follow)
             generation = self._generation
+            if not pool.ready.done():  # workers still starting (a second or two): read here meanwhile
+                self.crawler.stats.inc_value("focused/analysis/before_ready")
+                return inline(response, html, follow)
             try:
-                if not pool.ready.done():  # workers starting: wait here, not in submit (the reactor would)
-                    await asyncio.wrap_future(pool.ready)
+                pool.ready.result()  # a pool that could not start raises here
                 analysis = await asyncio.wrap_future(pool.submit(html, response.url, response.encoding, follow))
             except BrokenProcessPool:
                 if not pool.completed:  # no worker ever read a page: they cannot start; no page is lost for it

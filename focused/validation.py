@@ -203,6 +203,14 @@ def _intelligent_factors(value: Any, ctx: Context) -> None:
         raise Invalid(f"expected a comma-separated list of {', '.join(INTELLIGENT_FACTORS)}")
 
 
+def _analysis_workers(value: Any, ctx: Context) -> None:
+    text = as_text(value).lower()
+    if text == "auto":
+        return
+    if not (text.isdigit() and int(text) <= 8):
+        raise Invalid("expected auto or a whole number from 0 to 8 (0: pages are read in the crawl process)")
+
+
 def _allow_internal(value: Any, ctx: Context) -> None:
     from focused.addresses import AddressPolicy, AllowListError
 
@@ -264,7 +272,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_TRAP_PATTERN_DUPLICATES": whole(0, note="0: never"),
     "FOCUSED_ORACLE_GRAPH": readable("link graph (.npz) of the replayed web, for oracle-lookahead"),
     "FOCUSED_MAX_LINKS_PER_PAGE": whole(0, note="0: no cap"),
-    "FOCUSED_ANALYSIS_WORKERS": whole(0, 8, note="0: in the crawl process"),
+    "FOCUSED_ANALYSIS_WORKERS": Spec(_analysis_workers, "auto or a whole number from 0 to 8 (0: in the crawl process)"),
     "FOCUSED_FRONTIER_MAX_SIZE": whole(0, note="0: no cap"),
     "FOCUSED_PREDICATE": Spec(_predicate, "a predicate (text:/url:/class: atoms, and/or/not, parentheses)"),
     "FOCUSED_INTELLIGENT_FACTORS": Spec(_intelligent_factors, "a comma-separated list of content, url, link, sibling"),

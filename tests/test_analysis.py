@@ -162,7 +162,7 @@ def test_a_crawl_with_a_worker_fetches_and_judges_as_without(critic_path: Any, t
     # online training runs in a thread, so when a model switches in depends on timing: the apprentice
     # here keeps the critic's views (no model), with link ids and payloads computed all the same
     orders = {}
-    with ReplayServer(regions_site(hubs=6)) as server:
+    with ReplayServer(regions_site(hubs=12)) as server:
         for workers in (0, 1):
             spec = CrawlSpec(
                 name=f"{strategy}{workers}",
@@ -177,13 +177,62 @@ def test_a_crawl_with_a_worker_fetches_and_judges_as_without(critic_path: Any, t
                     "FOCUSED_ANALYSIS_WORKERS": workers,
                     "FOCUSED_APPRENTICE_MIN_INSTANCES": 10**6,
                     "FOCUSED_REPLAY_CONCURRENCY": 1,
+                    "DOWNLOAD_DELAY": 0.05,  # long enough for the worker to start (pages before it: read here)
                 },
             )
             result = run_crawl(spec, timeout=180)
             assert result.returncode == 0, result.log.read_text()[-3000:]
             pages = list(iter_pages(spec.db))
             orders[workers] = [(p.url, round(p.relevance, 9)) for p in pages]
-            assert result.stats.get("focused/analysis/pages", 0) == (len(pages) if workers else 0)
+            read = result.stats.get("focused/analysis/pages", 0)
+            before = result.stats.get("focused/analysis/before_ready", 0)
+            assert (read > 0 and read + before == len(pages)) if workers else read == before == 0
             assert not result.stats.get("focused/analysis/dropped") and not result.stats.get("focused/analysis/failed")
-    assert len(orders[0]) == 6 * 7
+    assert len(orders[0]) == 12 * 7
     assert orders[1] == orders[0]
+
+
+def test_auto_is_one_worker_on_two_cores_or_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    from focused.analysis import workers_for
+
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
+    assert workers_for("auto") == 1 and workers_for(" AUTO ") == 1
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0})
+    assert workers_for("auto") == 0
+    assert workers_for("3") == 3 and workers_for(0) == 0
+
+
+_ORPHAN = """
+import sys, time
+from focused.analysis import AnalysisConfig, AnalysisPool
+pool = AnalysisPool(AnalysisConfig(fingerprints=False))
+pool.ready.result(timeout=60)
+print(*pool._executor._processes, flush=True)
+time.sleep(120)
+"""
+
+
+def test_a_worker_leaves_when_the_crawl_process_is_killed() -> None:
+    import subprocess
+    import sys
+    import time
+
+    with subprocess.Popen([sys.executable, "-c", _ORPHAN], stdout=subprocess.PIPE, text=True) as parent:
+        assert parent.stdout is not None
+        workers = [int(pid) for pid in parent.stdout.readline().split()]
+        assert workers
+        parent.kill()  # SIGKILL: no chance to stop its worker
+        parent.wait(timeout=30)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline and any(_alive(pid) for pid in workers):
+        time.sleep(0.1)
+    assert not any(_alive(pid) for pid in workers)
+
+
+def _alive(pid: int) -> bool:
+    """Running (a zombie waiting for init to reap it has left)."""
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except OSError:
+        return False

@@ -106,9 +106,7 @@ def test_two_workers_started_together_without_delays_both_fetch(web, redis_serve
 
 
 def test_a_worker_killed_mid_crawl_loses_nothing(web, redis_server):
-    settings = redis_settings(
-        redis_server, FOCUSED_REDIS_LEASE_SECONDS=3, DOWNLOAD_DELAY=0.05, DOWNLOAD_DELAY_JITTER=0
-    )
+    settings = redis_settings(redis_server, FOCUSED_REDIS_LEASE_SECONDS=3, DOWNLOAD_DELAY=0.05, DOWNLOAD_DELAY_JITTER=0)
     prefix = settings["FOCUSED_REDIS_PREFIX"]
     victim = Worker(worker(web, "victim", **settings))
     victim.wait_for("Crawled (200)", 5)

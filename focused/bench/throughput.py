@@ -34,13 +34,14 @@ from typing import Any
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, scrapy_command, stats_path
 from focused.bench.wikiweb import MODEL, TOPIC, bench_run, md_row, wiki_spec
 
-#: (name, spider, strategy, extra settings); the last one is the default with its pages read in a
-#: worker process (FOCUSED_ANALYSIS_WORKERS, focused.analysis).
+#: (name, spider, strategy, extra settings). ``baseline`` and ``default`` read pages in a worker process
+#: on a machine of two or more cores (FOCUSED_ANALYSIS_WORKERS=auto, focused.analysis); the last one is
+#: the default pipeline all in the crawl process.
 CRAWLERS: tuple[tuple[str, str, str, dict[str, Any]], ...] = (
     ("plain", "plain", "baseline", {}),
     ("baseline", "focused", "baseline", {}),
     ("default", "focused", "apprentice", {}),
-    ("default, 1 analysis worker", "focused", "apprentice", {"FOCUSED_ANALYSIS_WORKERS": 1}),
+    ("default, no worker", "focused", "apprentice", {"FOCUSED_ANALYSIS_WORKERS": 0}),
 )
 
 

@@ -1,7 +1,7 @@
 """``focused bench-speed``: the focused crawler against plain Scrapy on the rendered Wikipedia replay.
 
-Throughput of ``plain``, ``baseline``, the default pipeline and the default with one page-analysis worker (alternating
-crawls, medians, ratios to plain), the CPU of each pipeline stage per page,
+Throughput of ``plain``, ``baseline``, the default pipeline and the default without its
+page-analysis worker (alternating crawls, medians, ratios to plain), the CPU of each pipeline stage per page,
 bytes per waiting URL and peak RSS with 100,000 waiting URLs, and a crawl of a
 200,000-link page. Writes ``bench.md`` and ``bench.json`` to ``--out``
 (default: results/speed). Figures are reported, never asserted.

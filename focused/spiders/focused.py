@@ -25,6 +25,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
+from focused.analysis import workers_for
 from focused.errors import ConfigError
 from focused.frontier.settings import uses_redis
 from focused.items import PageItem
@@ -84,7 +85,7 @@ class FocusedSpider(scrapy.Spider):
             crawler.signals.connect(spider.redis_seeds.close, signal=signals.spider_closed)
         spider.seeds = spider._configured_seeds()
         spider.max_links = crawler.settings.getint("FOCUSED_MAX_LINKS_PER_PAGE", 3000)
-        workers = crawler.settings.getint("FOCUSED_ANALYSIS_WORKERS", 0)
+        workers = workers_for(crawler.settings.get("FOCUSED_ANALYSIS_WORKERS", "auto"))
         if workers:
             spider.analysis = PageAnalysis(crawler, workers, spider.max_links)
             crawler.signals.connect(spider.analysis.close, signal=signals.spider_closed)
