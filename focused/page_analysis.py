@@ -19,7 +19,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import pickle
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING
 
@@ -63,24 +63,28 @@ class PageAnalysis:
         logger.info("Pages are read in %d worker process(es)", workers)
 
     async def read(
-        self, response: TextResponse, html: str, follow: bool, inline: Callable[[TextResponse, str, bool], Read]
+        self,
+        response: TextResponse,
+        html: str,
+        follow: bool,
+        inline: Callable[[TextResponse, str, bool], Awaitable[Read]],
     ) -> Read | None:
         """The page's parse, outlinks and unread links; None if workers died twice reading it (dropped)."""
         for _ in range(2):  # a page in flight when a worker died is given to the next one once
             pool = self.pool
             if pool is None:  # no workers (any more): read here
-                return inline(response, html, follow)
+                return await inline(response, html, follow)
             generation = self._generation
             if not pool.ready.done():  # workers still starting (a second or two): read here meanwhile
                 self.crawler.stats.inc_value("focused/analysis/before_ready")
-                return inline(response, html, follow)
+                return await inline(response, html, follow)
             try:
                 pool.ready.result()  # a pool that could not start raises here
                 analysis = await asyncio.wrap_future(pool.submit(html, response.url, response.encoding, follow))
             except BrokenProcessPool:
                 if not pool.completed:  # no worker ever read a page: they cannot start; no page is lost for it
                     self._could_not_start()
-                    return inline(response, html, follow)
+                    return await inline(response, html, follow)
                 self._worker_died(generation)
                 if self.pool is None:
                     break  # given up on workers: this page may be what killed them
@@ -88,7 +92,7 @@ class PageAnalysis:
             except Exception:
                 logger.warning("Analysis of %s failed in the worker; reading it here", response.url, exc_info=True)
                 self.crawler.stats.inc_value("focused/analysis/failed")
-                return inline(response, html, follow)
+                return await inline(response, html, follow)
             pool.completed += 1
             self.crawler.stats.inc_value("focused/analysis/pages")
             if analysis.verdict is not None:

@@ -128,7 +128,7 @@ def _analysis(pool: _Pool) -> PageAnalysis:
 def _read(analysis: PageAnalysis) -> tuple[Any, list[str]]:
     inline_calls: list[str] = []
 
-    def inline(response: Any, html: str, follow: bool) -> Any:
+    async def inline(response: Any, html: str, follow: bool) -> Any:
         inline_calls.append(response.url)
         return "read here", [], 0
 

@@ -124,15 +124,13 @@ class FocusedSpider(scrapy.Spider):
             return
         html = response.text
         follow = "html" in content_type or not content_type
-        if self.analysis is not None:  # in the worker process
-            read = await self.analysis.read(response, html, follow, self._read)
+        if self.analysis is not None:  # in a worker process
+            read = await self.analysis.read(response, html, follow, self._read_here)
             if read is None:
                 return
             parsed, links, over = read
-        elif len(html) > THREAD_PAGE_CHARS:  # seconds of parsing: off the reactor thread
-            parsed, links, over = await maybe_deferred_to_future(deferToThread(self._read, response, html, follow))
         else:
-            parsed, links, over = self._read(response, html, follow)
+            parsed, links, over = await self._read_here(response, html, follow)
         if over:
             self.crawler.stats.inc_value("focused/links/over_cap", over)
             self.crawler.stats.inc_value("focused/links/capped_pages")
@@ -151,6 +149,12 @@ class FocusedSpider(scrapy.Spider):
         )
         for url in links:
             yield scrapy.Request(url, callback=self.parse, meta={PARENT_META_KEY: response.url})
+
+    async def _read_here(self, response: TextResponse, html: str, follow: bool) -> tuple[ParsedPage, list[str], int]:
+        """:meth:`_read` in the crawl process; a long page in a thread (seconds of parsing: off the reactor)."""
+        if len(html) > THREAD_PAGE_CHARS:
+            return await maybe_deferred_to_future(deferToThread(self._read, response, html, follow))
+        return self._read(response, html, follow)
 
     def _read(self, response: TextResponse, html: str, follow: bool) -> tuple[ParsedPage, list[str], int]:
         """The one parse of the page (links, title, visible text, DOM leaves), its outlinks, and the
