@@ -70,16 +70,16 @@ class PageAnalysis:
         inline: Callable[[TextResponse, str, bool], Awaitable[Read]],
     ) -> Read | None:
         """The page's parse, outlinks and unread links; None if workers died twice reading it (dropped)."""
-        for _ in range(2):  # a page in flight when a worker died is given to the next one once
+        for retry in (False, True):  # a page in flight when a worker died is given to the next one once
             pool = self.pool
             if pool is None:  # no workers (any more): read here
                 return await inline(response, html, follow)
             generation = self._generation
-            if not pool.ready.done():  # workers still starting (a second or two): read here meanwhile
+            if not pool.ready.done() and not retry:  # workers starting (a second or two): read here meanwhile
                 self.crawler.stats.inc_value("focused/analysis/before_ready")
                 return await inline(response, html, follow)
             try:
-                pool.ready.result()  # a pool that could not start raises here
+                await asyncio.wrap_future(pool.ready)  # a retried page waits for the new worker
                 analysis = await asyncio.wrap_future(pool.submit(html, response.url, response.encoding, follow))
             except BrokenProcessPool:
                 if not pool.completed:  # no worker ever read a page: they cannot start; no page is lost for it

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import os
 import signal
+import threading
 from concurrent.futures import Future
 from concurrent.futures.process import BrokenProcessPool
 from types import SimpleNamespace
@@ -14,11 +15,11 @@ from typing import Any
 import numpy as np
 import pytest
 
-from focused.analysis import AnalysisConfig, AnalysisPool, analyze_page
+from focused.analysis import Analysis, AnalysisConfig, AnalysisPool, analyze_page
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.crawldb import iter_pages
 from focused.learning.critic import load_critic
-from focused.learning.htmlpage import parse_page
+from focused.learning.htmlpage import ParsedPage, parse_page
 from focused.learning.linkids import page_link_ids
 from focused.outlinks import take_links
 from focused.page_analysis import PageAnalysis
@@ -143,6 +144,32 @@ def test_a_page_in_flight_at_two_deaths_is_dropped_not_read_in_the_crawl_process
     assert result is None and inline == []  # retried once with a new worker, then dropped
     assert pool.restarts == 2
     assert analysis.crawler.stats.values["focused/analysis/dropped"] == 1
+
+
+class _FlakyPool(_Pool):
+    """Dies on the first page; the new worker takes a while to start, then reads pages."""
+
+    def __init__(self) -> None:
+        super().__init__(BrokenProcessPool("died"), completed=3)
+
+    def submit(self, *args: Any) -> Future[Any]:
+        if not self.restarts:
+            return super().submit()
+        future: Future[Any] = Future()
+        future.set_result(Analysis(ParsedPage(title="from the new worker"), ["http://a.test/x"], 0))
+        return future
+
+    def restart(self) -> None:
+        super().restart()
+        self.ready = Future()
+        threading.Timer(0.3, self.ready.set_result, args=(None,)).start()
+
+
+def test_a_page_in_flight_when_a_worker_died_waits_for_the_new_worker() -> None:
+    analysis = _analysis(pool := _FlakyPool())
+    result, inline = _read(analysis)
+    assert inline == []  # not read in the crawl process, where it might kill the crawl too
+    assert pool.restarts == 1 and result[0].title == "from the new worker" and result[1] == ["http://a.test/x"]
 
 
 def test_workers_that_cannot_start_hand_pages_back_and_a_failing_analysis_is_redone_here() -> None:
