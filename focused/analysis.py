@@ -80,10 +80,14 @@ def analyze_page(config: AnalysisConfig, html: str, url: str, encoding: str, fol
 PARENT_POLL_SECONDS = 0.5
 
 
+def is_auto(setting: object) -> bool:
+    return str(setting).strip().lower() == "auto"
+
+
 def workers_for(setting: object) -> int:
     """``FOCUSED_ANALYSIS_WORKERS`` as a count: ``auto`` is one worker when this process may use two or
     more cores (the worker takes the second), else none."""
-    if str(setting).strip().lower() == "auto":
+    if is_auto(setting):
         try:
             cores = len(os.sched_getaffinity(0))
         except AttributeError:  # not Linux

@@ -162,7 +162,7 @@ FOCUSED_APPRENTICE_POLL_SECONDS = 1.0
 FOCUSED_MAX_LINKS_PER_PAGE = 3000
 #: Worker processes that read pages (parse, outlinks, fingerprint, critic, link ids) while the crawl
 #: process does the I/O (focused.analysis); 0 reads them in the crawl process; ``auto``: 1 when the
-#: process may use two or more cores, else 0.
+#: process may use two or more cores (started after the crawl's first 100 pages), else 0.
 FOCUSED_ANALYSIS_WORKERS = "auto"
 #: Waiting URLs the frontier keeps at most (0 = no cap): beyond it the lowest-priority waiting URLs are
 #: dropped (counted in ``focused/frontier/dropped``; they stay seen, so they are not added again).

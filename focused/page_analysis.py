@@ -3,7 +3,8 @@ what to do when it fails.
 
 Built by the spider when ``FOCUSED_ANALYSIS_WORKERS`` asks for workers. :meth:`PageAnalysis.read`
 sends a page to a worker and awaits its reading (pages that come before the workers
-have started are read in the crawl process, so a short crawl does not wait for them), leaving the critic's verdict
+have started are read in the crawl process, so a short crawl does not wait for them;
+with ``auto`` the worker is started after :data:`AUTO_START_AFTER` pages), leaving the critic's verdict
 in the runtime's memo and the fingerprint in the response's meta for the
 components that would otherwise compute them. An analysis that raises is done
 again in the crawl process. A worker that dies is replaced (up to
@@ -41,8 +42,13 @@ MAX_RESTARTS = 5
 Read = tuple[ParsedPage, list[str], int]
 
 
+#: With ``FOCUSED_ANALYSIS_WORKERS = auto`` the worker starts once this many pages have been read: its
+#: start-up (a second interpreter, the critic: about 1.5 s of CPU) pays off only on longer crawls.
+AUTO_START_AFTER = 100
+
+
 class PageAnalysis:
-    def __init__(self, crawler: Crawler, workers: int, max_links: int) -> None:
+    def __init__(self, crawler: Crawler, workers: int, max_links: int, start_after: int = 0) -> None:
         self.crawler = crawler
         self.runtime = runtime = CrawlRuntime.of(crawler)
         strategy = runtime.strategy
@@ -58,9 +64,17 @@ class PageAnalysis:
             n_features=online.learner.n_features if online is not None else 0,
             max_links=max_links,
         )
-        self.pool: AnalysisPool | None = AnalysisPool(config, workers)
+        self.config, self.workers = config, workers
+        self.start_after = start_after
+        self._pages_before = 0  # pages read in the crawl process before the workers were asked for
+        self.pool: AnalysisPool | None = None
         self._generation = 0
-        logger.info("Pages are read in %d worker process(es)", workers)
+        if not start_after:
+            self._start()
+
+    def _start(self) -> None:
+        self.pool = AnalysisPool(self.config, self.workers)
+        logger.info("Pages are read in %d worker process(es)", self.workers)
 
     async def read(
         self,
@@ -70,6 +84,13 @@ class PageAnalysis:
         inline: Callable[[TextResponse, str, bool], Awaitable[Read]],
     ) -> Read | None:
         """The page's parse, outlinks and unread links; None if workers died twice reading it (dropped)."""
+        if self.start_after:  # auto: a short crawl does without
+            self._pages_before += 1
+            if self._pages_before <= self.start_after:
+                self.crawler.stats.inc_value("focused/analysis/before_ready")
+                return await inline(response, html, follow)
+            self.start_after = 0
+            self._start()
         for retry in (False, True):  # a page in flight when a worker died is given to the next one once
             pool = self.pool
             if pool is None:  # no workers (any more): read here

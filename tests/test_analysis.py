@@ -123,6 +123,7 @@ def _analysis(pool: _Pool) -> PageAnalysis:
     analysis.crawler = SimpleNamespace(stats=_Stats())  # type: ignore[assignment]
     analysis.pool = pool  # type: ignore[assignment]
     analysis._generation = 0
+    analysis.start_after = 0
     return analysis
 
 
@@ -170,6 +171,24 @@ def test_a_page_in_flight_when_a_worker_died_waits_for_the_new_worker() -> None:
     result, inline = _read(analysis)
     assert inline == []  # not read in the crawl process, where it might kill the crawl too
     assert pool.restarts == 1 and result[0].title == "from the new worker" and result[1] == ["http://a.test/x"]
+
+
+def test_auto_reads_the_first_pages_here_and_then_starts_the_worker(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[int] = []
+
+    class Started(_FlakyPool):
+        def __init__(self, config: Any, workers: int) -> None:
+            super().__init__()
+            self.restarts = 1  # reads pages at once
+            started.append(workers)
+
+    monkeypatch.setattr("focused.page_analysis.AnalysisPool", Started)
+    analysis = _analysis(None)  # type: ignore[arg-type]
+    analysis.config, analysis.workers, analysis.start_after, analysis._pages_before = None, 1, 2, 0
+    reads = [_read(analysis) for _ in range(3)]
+    assert [inline for _, inline in reads] == [["http://a.test/"], ["http://a.test/"], []]
+    assert started == [1] and reads[2][0][0].title == "from the new worker"
+    assert analysis.crawler.stats.values["focused/analysis/before_ready"] == 2
 
 
 def test_workers_that_cannot_start_hand_pages_back_and_a_failing_analysis_is_redone_here() -> None:

@@ -25,14 +25,14 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from focused.analysis import workers_for
+from focused.analysis import is_auto, workers_for
 from focused.errors import ConfigError
 from focused.frontier.settings import uses_redis
 from focused.items import PageItem
 from focused.jobs import SCRAPYD_ARGUMENTS, apply_job
 from focused.learning.htmlpage import ParsedPage, parse_page
 from focused.outlinks import take_links
-from focused.page_analysis import PageAnalysis
+from focused.page_analysis import AUTO_START_AFTER, PageAnalysis
 from focused.priority import SEED_PRIORITY
 from focused.profiles import apply_profile
 from focused.redis_seeds import RedisSeeds
@@ -85,9 +85,11 @@ class FocusedSpider(scrapy.Spider):
             crawler.signals.connect(spider.redis_seeds.close, signal=signals.spider_closed)
         spider.seeds = spider._configured_seeds()
         spider.max_links = crawler.settings.getint("FOCUSED_MAX_LINKS_PER_PAGE", 3000)
-        workers = workers_for(crawler.settings.get("FOCUSED_ANALYSIS_WORKERS", "auto"))
+        setting = crawler.settings.get("FOCUSED_ANALYSIS_WORKERS", "auto")
+        workers = workers_for(setting)
         if workers:
-            spider.analysis = PageAnalysis(crawler, workers, spider.max_links)
+            start_after = AUTO_START_AFTER if is_auto(setting) else 0
+            spider.analysis = PageAnalysis(crawler, workers, spider.max_links, start_after)
             crawler.signals.connect(spider.analysis.close, signal=signals.spider_closed)
         return spider
 
