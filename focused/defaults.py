@@ -164,6 +164,11 @@ FOCUSED_MAX_LINKS_PER_PAGE = 3000
 #: process does the I/O (focused.analysis); 0 reads them in the crawl process; ``auto``: 1 when the
 #: process may use two or more cores (started after the crawl's first 100 pages), else 0.
 FOCUSED_ANALYSIS_WORKERS = "auto"
+#: Downloaded pages that may wait to be scored (their links not yet in the frontier) while the scheduler
+#: still hands out requests; past it, no new download starts until one is through. It bounds how far the
+#: fetch order lags best-first. 0: strict best-first (no download starts while any page awaits scoring;
+#: the ``replay`` profile's value, so that benchmarks compare orders, not timings).
+FOCUSED_MAX_UNSCORED_PAGES = 16
 #: Waiting URLs the frontier keeps at most (0 = no cap): beyond it the lowest-priority waiting URLs are
 #: dropped (counted in ``focused/frontier/dropped``; they stay seen, so they are not added again).
 FOCUSED_FRONTIER_MAX_SIZE = 1_000_000

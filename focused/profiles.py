@@ -31,8 +31,9 @@ def replay_profile(settings: BaseSettings) -> dict[str, Any]:
         # Pull the next request only once every downloaded page has been
         # parsed and its outlinks scored: otherwise the engine pops the
         # frontier before the newest links are in it, and the fetch order lags
-        # best-first by a page per download slot.
-        "SCRAPER_SLOT_MAX_ACTIVE_SIZE": 0,
+        # best-first by a page per download slot. (The plain spider maps this
+        # to Scrapy's SCRAPER_SLOT_MAX_ACTIVE_SIZE = 0.)
+        "FOCUSED_MAX_UNSCORED_PAGES": 0,
     }
 
 

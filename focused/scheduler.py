@@ -52,10 +52,11 @@ from twisted.internet import task
 from twisted.internet.base import DelayedCall
 
 from focused import signals
+from focused.enginestate import engine_requests, unscored_pages
 from focused.errors import ConfigError
 from focused.fingerprints import UrlFingerprints
 from focused.frontier.memory import MemoryStore
-from focused.frontier.payloads import decode_payload, encode_payload
+from focused.frontier.payloads import decode_payloads, encode_payload
 from focused.frontier.requests import decode_request, encode_request
 from focused.frontier.settings import STORE_FILE, open_redis, options, store_name
 from focused.frontier.settings import check_jobdir as check_jobdir  # imported from here by older code
@@ -130,6 +131,8 @@ class FocusedScheduler:
         self._store_error: StoreError | None = None
         #: FOCUSED_FRONTIER_MAX_SIZE (0: no cap)
         self.max_size = settings.getint("FOCUSED_FRONTIER_MAX_SIZE", 0)
+        #: FOCUSED_MAX_UNSCORED_PAGES: no request is handed out while more pages than this await scoring
+        self.max_unscored = settings.getint("FOCUSED_MAX_UNSCORED_PAGES", 16)
         self._cap_warned = False
 
     @classmethod
@@ -220,6 +223,12 @@ class FocusedScheduler:
         if self._store_error is not None:
             return None
         self._settle()
+        unscored = unscored_pages(self.crawler)
+        if unscored is not None and unscored > self.max_unscored:
+            # the links of those pages may outrank every waiting URL: the engine asks again once a page
+            # is through (each download's completion schedules its next call)
+            self.stats.inc_value("focused/frontier/held_back")
+            return None
         popped = self.store.pop_many(1)
         if not popped:
             return None
@@ -279,7 +288,7 @@ class FocusedScheduler:
         so after a crash a page is in the crawl database or fetched again.
         """
         if self._leased:
-            held = _engine_requests(self.crawler)
+            held = engine_requests(self.crawler)
             submitted = self._submitted()
             acks = []
             for request in [r for r in self._leased if held is None or r not in held]:
@@ -368,7 +377,8 @@ class FocusedScheduler:
         """Re-evaluate every waiting request with ``scorer``; returns how many changed."""
 
         def rescorer(blobs: list[list[bytes]]) -> Sequence[int | None]:
-            return scorer([[decode_payload(b) for b in entry] for entry in blobs])
+            decoded = iter(decode_payloads([b for entry in blobs for b in entry]))  # one batch: faster
+            return scorer([[next(decoded) for _ in entry] for entry in blobs])
 
         changed = self.store.rescore(rescorer)
         self.stats.inc_value("focused/frontier/rescored", len(self.store))
@@ -403,18 +413,3 @@ class FocusedScheduler:
             )
         except (StoreError, ValueError) as exc:
             raise ConfigError(str(exc)) from exc
-
-
-def _engine_requests(crawler: Crawler) -> set[Request] | None:
-    """The requests the engine is downloading or processing (``None``: unknown, treat all as done).
-
-    Scrapy has no public signal for "this response is fully processed"; its
-    engine keeps the requests in progress in its slot until then (Scrapy 2.13+).
-    """
-    try:
-        engine = crawler.engine
-    except RuntimeError:  # no engine (a scheduler driven by hand, as in tests)
-        return None
-    slot = getattr(engine, "_slot", None)
-    held = getattr(slot, "inprogress", None)
-    return held if isinstance(held, set) else None

@@ -197,3 +197,38 @@ def test_store_payloads_keep_sorted_ids_as_gaps_and_anything_else_as_written():
         with pytest.raises(ValueError):
             decode_payload(damaged)
     assert decode_payload(encode_payload({"a": 1})) == {"a": 1} and decode_payload(encode_payload(b"x")) == b"x"
+
+
+def test_payloads_decoded_in_one_batch_equal_those_decoded_one_by_one():
+    import numpy as np
+
+    from focused.frontier.payloads import decode_payload, decode_payloads, encode_payload
+    from focused.learning.online import LinkPayload
+
+    rng = np.random.default_rng(3)
+    payloads = [
+        LinkPayload(np.zeros(0, np.int32), np.array([0.5, 1.5], np.float32)),  # empty, first
+        *(
+            LinkPayload(
+                np.sort(rng.integers(0, 2**20, size=int(n))).astype(np.int32), rng.normal(size=2).astype(np.float32)
+            )
+            for n in rng.integers(1, 200, size=30)
+        ),
+        LinkPayload(np.array([7, 7, 9], np.int32)),  # no side features
+        {"a": 1},
+        b"raw",
+        LinkPayload(np.array([3, 1, 4], np.int32)),  # unsorted: the uncompact kind
+        LinkPayload(np.zeros(0, np.int32)),  # empty, last
+    ]
+    blobs = [encode_payload(p) for p in payloads]
+    batch, single = decode_payloads(blobs), [decode_payload(b) for b in blobs]
+    assert len(batch) == len(single)
+    for a, b in zip(batch, single, strict=True):
+        if isinstance(b, LinkPayload):
+            assert a.ids.dtype == b.ids.dtype == np.int32 and a.ids.tolist() == b.ids.tolist()
+            assert (a.side is None and b.side is None) or a.side.tolist() == b.side.tolist()
+        else:
+            assert a == b
+    assert decode_payloads([]) == []
+    with pytest.raises(ValueError):
+        decode_payloads([blobs[1], blobs[2][:-1]])

@@ -153,3 +153,43 @@ def test_unknown_or_impossible_store_settings_are_config_errors():
         make_scheduler(FOCUSED_FRONTIER_STORE="redis-ish")
     with pytest.raises(ConfigError, match="JOBDIR"):
         make_scheduler(FOCUSED_FRONTIER_STORE="sqlite")
+
+
+@pytest.mark.parametrize("limit", [0, 2])
+def test_no_request_is_handed_out_while_more_pages_than_allowed_await_scoring(limit):
+    crawler, s = make_scheduler(FOCUSED_MAX_UNSCORED_PAGES=limit)
+
+    class ScraperSlot:  # Scrapy's: responses queued for the spider and being scraped
+        def __init__(self):
+            self.queue, self.active = [], set()
+
+    class Scraper:
+        slot = ScraperSlot()
+
+    class Engine:
+        scraper = Scraper()
+
+    crawler.engine = Engine()
+    slot = Scraper.slot
+    for i in range(3):
+        s.enqueue_request(Request(f"http://x.test/{i}", priority=i))
+    slot.active.update(f"page{i}" for i in range(limit))
+    assert s.next_request().url == "http://x.test/2"  # `limit` pages await scoring: still allowed
+    slot.queue.append("one more")
+    assert s.next_request() is None and s.has_pending_requests()  # over the limit: held back
+    assert crawler.stats.get_value("focused/frontier/held_back") == 1
+    slot.queue.clear()
+    assert s.next_request().url == "http://x.test/1"  # a page got through: the next one goes
+    s.close("finished")
+
+
+def test_the_replay_profile_is_strict_best_first_and_the_live_web_default_is_not():
+    from scrapy.settings import Settings
+
+    from focused.profiles import apply_profile
+
+    settings = Settings({"FOCUSED_PROFILE": "replay"})
+    apply_profile(settings)
+    assert settings.getint("FOCUSED_MAX_UNSCORED_PAGES") == 0
+    _, s = make_scheduler()
+    assert s.max_unscored == 16

@@ -8,6 +8,7 @@ keeps bytes, tagged by kind so that they decode to what was encoded.
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -43,6 +44,46 @@ def decode_payload(data: bytes) -> Any:
     if kind == _JSON:
         return json.loads(body)
     raise ValueError(f"unknown payload kind {kind!r}")
+
+
+def decode_payloads(blobs: Sequence[bytes]) -> list[Any]:
+    """:func:`decode_payload` of each blob, the compact link payloads decoded together.
+
+    Re-scoring decodes every parent's payload of every waiting URL at once (tens of thousands); one
+    ``cumsum`` over all their gaps, restarted at each payload, replaces one per payload. Equal to
+    decoding them one by one (the same integer ids, the same side views).
+    """
+    out: list[Any] = [None] * len(blobs)
+    where: list[int] = []
+    counts: list[int] = []
+    sides: list[np.ndarray | None] = []
+    gaps: list[bytes] = []
+    for i, blob in enumerate(blobs):
+        if blob[:1] != _DELTAS:
+            out[i] = decode_payload(blob)
+            continue
+        if len(blob) < 6:
+            raise ValueError("damaged link payload")
+        n, k = int.from_bytes(blob[1:5], "little"), blob[5]
+        start = 6 + 4 * k
+        if len(blob) != start + 2 * n:
+            raise ValueError("damaged link payload")
+        where.append(i)
+        counts.append(n)
+        sides.append(np.frombuffer(blob, dtype="<f4", count=k, offset=6) if k else None)
+        gaps.append(blob[start:])
+    if not where:
+        return out
+    ids = np.cumsum(np.frombuffer(b"".join(gaps), dtype="<u2"), dtype=np.int64)
+    ends = np.cumsum(counts)
+    starts = ends - np.asarray(counts)
+    # each payload's first gap counts from 0: subtract the running total before it
+    before = np.where(starts > 0, ids[np.maximum(starts - 1, 0)] if ids.size else 0, 0)
+    ids -= np.repeat(before, counts)
+    ids32 = ids.astype(np.int32)
+    for i, a, b, side in zip(where, starts.tolist(), ends.tolist(), sides, strict=True):
+        out[i] = LinkPayload(ids32[a:b], side)
+    return out
 
 
 def _compact(payload: LinkPayload) -> bytes | None:

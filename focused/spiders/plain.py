@@ -38,6 +38,8 @@ class PlainSpider(scrapy.Spider):
     def update_settings(cls, settings: Any) -> None:
         super().update_settings(settings)
         apply_profile(settings)
+        if settings.getint("FOCUSED_MAX_UNSCORED_PAGES", 16) == 0:  # strict: what Scrapy's scraper slot can say
+            settings.set("SCRAPER_SLOT_MAX_ACTIVE_SIZE", 0, priority="spider")
         pages = settings.getint("FOCUSED_MAX_PAGES", 0)
         if pages:
             settings.set("CLOSESPIDER_PAGECOUNT", pages, priority="spider")

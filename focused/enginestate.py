@@ -1,0 +1,43 @@
+"""What the scheduler reads of Scrapy's engine: the requests it holds and the pages it has yet to score.
+
+Scrapy has no public API for either; both come from the engine's and the
+scraper's slots (Scrapy 2.13+), and both answer ``None`` (unknown) when there
+is no engine, as when a scheduler is driven by hand in a test.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from scrapy.http import Request
+
+
+def engine_requests(crawler: Crawler) -> set[Request] | None:
+    """The requests the engine is downloading or processing (``None``: unknown, treat all as done).
+
+    Scrapy has no public signal for "this response is fully processed"; its
+    engine keeps the requests in progress in its slot until then (Scrapy 2.13+).
+    """
+    try:
+        engine = crawler.engine
+    except RuntimeError:  # no engine (a scheduler driven by hand, as in tests)
+        return None
+    slot = getattr(engine, "_slot", None)
+    held = getattr(slot, "inprogress", None)
+    return held if isinstance(held, set) else None
+
+
+def unscored_pages(crawler: Crawler) -> int | None:
+    """Responses downloaded and not yet through the spider and its middlewares (their links are not
+    in the frontier yet): queued for the scraper or being scraped. ``None``: unknown."""
+    try:
+        engine = crawler.engine
+    except RuntimeError:
+        return None
+    slot = getattr(getattr(engine, "scraper", None), "slot", None)
+    queue, active = getattr(slot, "queue", None), getattr(slot, "active", None)
+    if queue is None or active is None:
+        return None
+    return len(queue) + len(active)
