@@ -326,6 +326,11 @@ def test_page_link_ids_equal_the_hashed_feature_strings(d_max: int) -> None:
             assert len(got) == len(expected)
             for a, b in zip(got, expected, strict=True):
                 assert a.dtype == np.int32 and np.array_equal(a, b)
+            # without page-level ids (the default): the rows as they come, already in payload form
+            plain = compact_many([*page.features, []], n_features)
+            got = with_extra([*ids, None], np.zeros(0, np.int32))
+            for a, b in zip(got, plain, strict=True):
+                assert a.dtype == np.int32 and np.array_equal(a, b)
     # a full token table starts afresh and still gives the same ids
     small = OffsetTable(FeatureIds(2**20), d_max, max_tokens=3)
     words = ["course", "home", "page", "course"]
