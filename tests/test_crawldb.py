@@ -71,3 +71,25 @@ def test_not_a_crawl_database(tmp_path):
     conn.close()
     with pytest.raises(CrawlDBError, match="schema"):
         CrawlDB(other)
+
+
+def test_the_stats_file_has_what_components_counted_after_spider_closed(tmp_path):
+    """The apprentice's last training ends after ``spider_closed``; the stats file is written again at
+    ``engine_stopped`` so that its figures are in it."""
+    import json
+
+    from scrapy import Spider
+    from scrapy.utils.test import get_crawler
+
+    from focused.extensions import StatsFile
+
+    path = tmp_path / "stats.json"
+    crawler = get_crawler(Spider, settings_dict={"FOCUSED_STATS_FILE": str(path)})
+    ext = StatsFile.from_crawler(crawler)
+    crawler.stats.set_value("focused/pages", 3)
+    ext.spider_closed("finished")
+    assert json.loads(path.read_text()) == {"focused/pages": 3, "finish_reason": "finished"}
+    crawler.stats.inc_value("focused/apprentice/batches_trained")  # a training that ended meanwhile
+    ext.engine_stopped()
+    assert json.loads(path.read_text())["focused/apprentice/batches_trained"] == 1
+    assert json.loads(path.read_text())["finish_reason"] == "finished"
