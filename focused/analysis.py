@@ -99,7 +99,7 @@ def workers_for(setting: object) -> int:
 _config = AnalysisConfig()  # the worker's, set when it starts
 
 
-def _start_worker(config: AnalysisConfig) -> None:
+def _start_worker(config: AnalysisConfig, parent: int) -> None:
     global _config
     _config = config
     # Ctrl-C reaches the whole process group: the crawl process shuts down gracefully and still needs
@@ -107,7 +107,9 @@ def _start_worker(config: AnalysisConfig) -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     # A crawl process killed outright (SIGKILL, OOM) cannot stop its worker, and the worker holds both
     # ends of its own queue, so it would wait for pages forever: it leaves when its parent is gone.
-    threading.Thread(target=_leave_with_parent, args=(os.getppid(),), name="focused-parent-watch", daemon=True).start()
+    # The crawl process's pid comes from it: a worker whose crawl was killed while the worker was still
+    # starting has been handed to init already, and would otherwise watch init for ever.
+    threading.Thread(target=_leave_with_parent, args=(parent,), name="focused-parent-watch", daemon=True).start()
 
 
 def _leave_with_parent(parent: int) -> None:
@@ -145,7 +147,7 @@ class AnalysisPool:
         new interpreter has read the critic, a second or two the reactor must not wait."""
         context = multiprocessing.get_context("spawn")
         executor = ProcessPoolExecutor(
-            self.workers, mp_context=context, initializer=_start_worker, initargs=(self.config,)
+            self.workers, mp_context=context, initializer=_start_worker, initargs=(self.config, os.getpid())
         )
         ready: Future[None] = Future()
 

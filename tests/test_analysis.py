@@ -282,3 +282,23 @@ def _alive(pid: int) -> bool:
             return stat.read().rsplit(")", 1)[1].split()[0] != "Z"
     except OSError:
         return False
+
+
+def test_a_worker_whose_crawl_died_while_it_started_leaves_at_once():
+    """The worker watches the crawl process it was started by (its pid is handed over), not whatever
+    parent it has when it starts: a worker orphaned before that moment would otherwise watch init."""
+    import subprocess
+    import sys
+    import time
+
+    code = (
+        "import time\n"
+        "from focused.analysis import AnalysisConfig, _start_worker\n"
+        "_start_worker(AnalysisConfig(), 1)  # started by a crawl process that is gone: pid 1 is not our parent\n"
+        "time.sleep(30)\n"
+        "print('still here')\n"
+    )
+    started = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0 and "still here" not in done.stdout
+    assert time.monotonic() - started < 20
