@@ -120,6 +120,9 @@ FOCUSED_APPRENTICE_ANCHOR_WEIGHT = 0.7
 FOCUSED_APPRENTICE_OFFSET = False
 #: lambda of the offset's correction: a Gaussian prior of variance 1/lambda on each of its weights.
 FOCUSED_APPRENTICE_OFFSET_PENALTY = 10.0
+#: With the offset, the correction may also re-weigh the critic's two views (False: the <t,d> evidence
+#: alone corrects the prior; bench variant apprentice:offset+views).
+FOCUSED_APPRENTICE_OFFSET_VIEWS = False
 #: LOW/HIGH bucketing of the target's relevance: ``equal-prob`` (the paper's
 #: equally probable intervals: the median of the relevances seen so far) or
 #: ``fixed`` (FOCUSED_APPRENTICE_THRESHOLD).

@@ -173,6 +173,7 @@ class CrawlRuntime:
                 n_side=2 if anchor_critic else 0,
                 side_offset=(1.0 - weight, weight) if offset else None,
                 offset_penalty=settings.getfloat("FOCUSED_APPRENTICE_OFFSET_PENALTY", 10.0),
+                correct_views=settings.getbool("FOCUSED_APPRENTICE_OFFSET_VIEWS", False),
             )
         try:
             online = OnlineApprentice(

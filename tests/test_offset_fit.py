@@ -113,6 +113,25 @@ def test_with_evidence_the_correction_learns_the_link_context():
     assert auc(Rt >= 0.5, model.predict(Ft, St)) > auc(Rt >= 0.5, prior) + 0.05
 
 
+def test_the_views_keep_the_prior_weights_unless_their_correction_is_asked_for():
+    rng = np.random.default_rng(12)
+    n = 2000
+    truth = rng.normal(0, 2, n)
+    side = np.column_stack([rng.normal(0, 2, n), truth])  # the first view is noise, the second the truth
+    high = rng.random(n) < 1 / (1 + np.exp(-truth))
+    feats = [[f"w{rng.integers(30)}@1"] for _ in range(n)]
+    rel = np.where(high, 0.9, 0.1)
+    weights = {}
+    for views in (False, True):
+        app = Apprentice(
+            n_features=N_FEATURES, n_side=2, side_offset=(0.5, 0.5), offset_penalty=1.0, correct_views=views
+        )
+        app.add(feats, rel, side)
+        weights[views] = app.fit().side_weights
+    np.testing.assert_array_equal(weights[False], [0.5, 0.5])
+    assert weights[True][0] < 0.2 and weights[True][1] > 0.8  # the data re-weigh the views
+
+
 def test_a_one_bucket_calibration_sample_keeps_the_prior_weights():
     rel = np.r_[np.full(10, 0.1), np.full(20, 0.9)]  # the recent 20 instances are all HIGH
     high = rel >= 0.5

@@ -62,6 +62,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
         "FOCUSED_APPRENTICE_BATCH": 50,
         "FOCUSED_APPRENTICE_MIN_INSTANCES": 50,
     },
+    # with offset: the correction also re-weighs the critic's views (apprentice:offset+views)
+    "views": {"FOCUSED_APPRENTICE_OFFSET_VIEWS": True},
     # the paper's apprentice: <t,d> features only, the baseline's Pr(c*|u) until switch-in
     "paper": {"FOCUSED_APPRENTICE_ANCHOR_CRITIC": False},
     # never switch in: the critic's blended views of page and anchor alone (no learning)

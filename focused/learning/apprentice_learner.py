@@ -101,7 +101,9 @@ class Apprentice:
         prior's ``(1 − w, w)``), the calibration keeps ``side_offset · side``
         as a fixed offset and learns only a correction, shrunk towards 0 with
         strength ``offset_penalty`` (:mod:`focused.learning.offset_fit`): an
-        early model ranks as the prior until the data say otherwise.
+        early model ranks as the prior until the data say otherwise. The
+        correction comes from the link context alone, or with ``correct_views``
+        also re-weighs the side features.
 
     Memory: besides the per-bucket counts (2 × ``n_features`` float64), the
     raw instances are kept as int32 ids (about 4 bytes per feature occurrence,
@@ -125,6 +127,7 @@ class Apprentice:
         n_side: int = 0,
         side_offset: Sequence[float] | None = None,
         offset_penalty: float = 10.0,
+        correct_views: bool = False,
     ) -> None:
         self.n_features = int(n_features)
         self.alpha = float(alpha)
@@ -138,6 +141,7 @@ class Apprentice:
         self.n_side = int(n_side)
         self.side_offset = None if side_offset is None else [float(v) for v in side_offset]
         self.offset_penalty = float(offset_penalty)
+        self.correct_views = bool(correct_views)
         check_params(self.get_params())
 
         self._lock = threading.Lock()
@@ -168,7 +172,11 @@ class Apprentice:
             "n_side": self.n_side,
         }
         if self.side_offset is not None:
-            params.update(side_offset=list(self.side_offset), offset_penalty=self.offset_penalty)
+            params.update(
+                side_offset=list(self.side_offset),
+                offset_penalty=self.offset_penalty,
+                correct_views=self.correct_views,
+            )
         return params
 
     @property
@@ -289,6 +297,7 @@ class Apprentice:
             max_instances=self.calibration_max,
             side_offset=None if self.side_offset is None else np.asarray(self.side_offset),
             offset_penalty=self.offset_penalty,
+            correct_views=self.correct_views,
         )
         model = ApprenticeModel(
             log_ratio=log_ratio,
