@@ -113,6 +113,16 @@ FOCUSED_APPRENTICE_CLASS_FEATURES = False
 FOCUSED_APPRENTICE_ANCHOR_CRITIC = True
 #: Before switch-in: priority = sigmoid((1-w)*logit Pr(c*|u) + w*logit Pr(c*|anchor)).
 FOCUSED_APPRENTICE_ANCHOR_WEIGHT = 0.7
+#: Keep the critic's views as a fixed offset that the apprentice only corrects: a model's
+#: logit = the prior's logit above + a learned correction (link context, views), shrunk towards 0
+#: with strength FOCUSED_APPRENTICE_OFFSET_PENALTY (focused.learning.offset_fit); needs
+#: FOCUSED_APPRENTICE_ANCHOR_CRITIC. False: the views are ordinary stacked features.
+FOCUSED_APPRENTICE_OFFSET = False
+#: lambda of the offset's correction: a Gaussian prior of variance 1/lambda on each of its weights.
+FOCUSED_APPRENTICE_OFFSET_PENALTY = 10.0
+#: With the offset, the correction may also re-weigh the critic's two views (False: the <t,d> evidence
+#: alone corrects the prior; bench variant apprentice:offset+views).
+FOCUSED_APPRENTICE_OFFSET_VIEWS = False
 #: LOW/HIGH bucketing of the target's relevance: ``equal-prob`` (the paper's
 #: equally probable intervals: the median of the relevances seen so far) or
 #: ``fixed`` (FOCUSED_APPRENTICE_THRESHOLD).

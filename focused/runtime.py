@@ -157,6 +157,8 @@ class CrawlRuntime:
         elif offline:
             raise ConfigError("strategy 'apprentice-offline' needs a trained apprentice: -a apprentice=FILE")
         else:
+            weight = settings.getfloat("FOCUSED_APPRENTICE_ANCHOR_WEIGHT", 0.7)
+            offset = anchor_critic and settings.getbool("FOCUSED_APPRENTICE_OFFSET", False)
             learner = Apprentice(
                 alpha=settings.getfloat("FOCUSED_APPRENTICE_ALPHA", 0.1),
                 threshold=settings.getfloat("FOCUSED_APPRENTICE_THRESHOLD", 0.5),
@@ -169,6 +171,9 @@ class CrawlRuntime:
                     "critic_views": anchor_critic,
                 },
                 n_side=2 if anchor_critic else 0,
+                side_offset=(1.0 - weight, weight) if offset else None,
+                offset_penalty=settings.getfloat("FOCUSED_APPRENTICE_OFFSET_PENALTY", 10.0),
+                correct_views=settings.getbool("FOCUSED_APPRENTICE_OFFSET_VIEWS", False),
             )
         try:
             online = OnlineApprentice(

@@ -32,6 +32,7 @@ def test_gap_closure():
 def test_strategy_variants():
     assert split_strategy("baseline") == ("baseline", {})
     assert split_strategy("apprentice:fast+classes")[1]["FOCUSED_APPRENTICE_CLASS_FEATURES"] is True
+    assert split_strategy("apprentice:offset")[1]["FOCUSED_APPRENTICE_OFFSET"] is True
     with pytest.raises(ValueError, match="unknown strategy variant"):
         split_strategy("apprentice:turbo")
 

@@ -56,6 +56,14 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "early": {"FOCUSED_APPRENTICE_BATCH": 25, "FOCUSED_APPRENTICE_MIN_INSTANCES": 25},
     # start from an apprentice trained offline on other crawls, then keep learning online
     "warm": {"FOCUSED_APPRENTICE_BATCH": 50},
+    # the critic's views as a fixed offset that the apprentice only corrects, switched in early
+    "offset": {
+        "FOCUSED_APPRENTICE_OFFSET": True,
+        "FOCUSED_APPRENTICE_BATCH": 50,
+        "FOCUSED_APPRENTICE_MIN_INSTANCES": 50,
+    },
+    # with offset: the correction also re-weighs the critic's views (apprentice:offset+views)
+    "views": {"FOCUSED_APPRENTICE_OFFSET_VIEWS": True},
     # the paper's apprentice: <t,d> features only, the baseline's Pr(c*|u) until switch-in
     "paper": {"FOCUSED_APPRENTICE_ANCHOR_CRITIC": False},
     # never switch in: the critic's blended views of page and anchor alone (no learning)

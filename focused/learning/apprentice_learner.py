@@ -17,14 +17,18 @@ from typing import Any
 import numpy as np
 
 from focused.learning.apprentice_model import (
+    BINNINGS,
     FORMAT_VERSION,
     LEARNER_KIND,
+    MAX_SIDE,
+    NORMALIZATIONS,
     ApprenticeModel,
     Features,
     ModelFileError,
     as_compact,
     check_bundle,
     check_n_features,
+    check_params,
     read_apprentice_file,
 )
 from focused.learning.apprentice_stats import (
@@ -41,31 +45,9 @@ __all__ = ["BINNINGS", "NORMALIZATIONS", "Apprentice", "NotReadyError"]
 
 logger = logging.getLogger(__name__)
 
-BINNINGS = ("fixed", "equal-prob")
-NORMALIZATIONS = ("none", "sqrt", "length")
-#: Most side features a file may declare (the crawler computes 0 or 2).
-MAX_SIDE = 64
-
 
 class NotReadyError(RuntimeError):
     """The apprentice has no instance in one of its buckets and cannot be fitted."""
-
-
-def _check_params(params: Mapping[str, Any]) -> None:
-    if params["n_features"] < 1:
-        raise ValueError(f"n_features must be >= 1, got {params['n_features']}")
-    if not params["alpha"] > 0:
-        raise ValueError(f"alpha must be > 0, got {params['alpha']}")
-    if params["binning"] not in BINNINGS:
-        raise ValueError(f"binning must be one of {BINNINGS}, got {params['binning']!r}")
-    if params["normalize"] not in NORMALIZATIONS:
-        raise ValueError(f"normalize must be one of {NORMALIZATIONS}, got {params['normalize']!r}")
-    if params["min_instances"] < 0:
-        raise ValueError(f"min_instances must be >= 0, got {params['min_instances']}")
-    if params["calibration_folds"] < 2:
-        raise ValueError(f"calibration_folds must be >= 2, got {params['calibration_folds']}")
-    if params.get("n_side", 0) < 0:
-        raise ValueError(f"n_side must be >= 0, got {params['n_side']}")
 
 
 class Apprentice:
@@ -114,6 +96,14 @@ class Apprentice:
     n_side
         Dense side features per instance (0: none; 2 for :func:`critic_views`),
         fitted with the calibration, not by naive Bayes.
+    side_offset, offset_penalty
+        With ``side_offset`` (one fixed weight per side feature, e.g. the
+        prior's ``(1 − w, w)``), the calibration keeps ``side_offset · side``
+        as a fixed offset and learns only a correction, shrunk towards 0 with
+        strength ``offset_penalty`` (:mod:`focused.learning.offset_fit`): an
+        early model ranks as the prior until the data say otherwise. The
+        correction comes from the link context alone, or with ``correct_views``
+        also re-weighs the side features.
 
     Memory: besides the per-bucket counts (2 × ``n_features`` float64), the
     raw instances are kept as int32 ids (about 4 bytes per feature occurrence,
@@ -135,6 +125,9 @@ class Apprentice:
         calibration_max: int = 20_000,
         feature_params: Mapping[str, Any] | None = None,
         n_side: int = 0,
+        side_offset: Sequence[float] | None = None,
+        offset_penalty: float = 10.0,
+        correct_views: bool = False,
     ) -> None:
         self.n_features = int(n_features)
         self.alpha = float(alpha)
@@ -146,7 +139,10 @@ class Apprentice:
         self.calibration_max = int(calibration_max)
         self.feature_params = dict(feature_params or {})
         self.n_side = int(n_side)
-        _check_params(self.get_params())
+        self.side_offset = None if side_offset is None else [float(v) for v in side_offset]
+        self.offset_penalty = float(offset_penalty)
+        self.correct_views = bool(correct_views)
+        check_params(self.get_params())
 
         self._lock = threading.Lock()
         self._ids = np.zeros(1024, dtype=np.int32)
@@ -163,8 +159,8 @@ class Apprentice:
         self._version = 0
 
     def get_params(self) -> dict[str, Any]:
-        """Constructor parameters (stored in saved files)."""
-        return {
+        """Constructor parameters (stored in saved files; the offset's only when it is on)."""
+        params: dict[str, Any] = {
             "n_features": self.n_features,
             "alpha": self.alpha,
             "threshold": self.threshold,
@@ -175,6 +171,13 @@ class Apprentice:
             "calibration_max": self.calibration_max,
             "n_side": self.n_side,
         }
+        if self.side_offset is not None:
+            params.update(
+                side_offset=list(self.side_offset),
+                offset_penalty=self.offset_penalty,
+                correct_views=self.correct_views,
+            )
+        return params
 
     @property
     def n_instances(self) -> int:
@@ -292,6 +295,9 @@ class Apprentice:
             normalize=self.normalize,
             folds=self.calibration_folds,
             max_instances=self.calibration_max,
+            side_offset=None if self.side_offset is None else np.asarray(self.side_offset),
+            offset_penalty=self.offset_penalty,
+            correct_views=self.correct_views,
         )
         model = ApprenticeModel(
             log_ratio=log_ratio,

@@ -25,11 +25,14 @@ from focused.learning.linkfeatures import compact_many, from_compact
 from focused.learning.modelfile import ModelFileError, read_model, save_model
 
 __all__ = [
+    "BINNINGS",
     "FORMAT_VERSION",
     "LEARNER_KIND",
     "LOGIT_CLIP",
     "MAX_FEATURES",
+    "MAX_SIDE",
     "MODEL_KIND",
+    "NORMALIZATIONS",
     "READABLE_VERSIONS",
     "ApprenticeModel",
     "Features",
@@ -38,6 +41,7 @@ __all__ = [
     "as_matrix",
     "check_bundle",
     "check_n_features",
+    "check_params",
     "critic_views",
     "read_apprentice_file",
 ]
@@ -59,6 +63,11 @@ LOGIT_CLIP = 10.0
 #: id arrays (one per instance).
 Features: TypeAlias = sp.spmatrix | sp.sparray | Sequence[Sequence[str]] | Sequence[np.ndarray]
 _T = TypeVar("_T")
+
+BINNINGS = ("fixed", "equal-prob")
+NORMALIZATIONS = ("none", "sqrt", "length")
+#: Most side features a file may declare (the crawler computes 0 or 2).
+MAX_SIDE = 64
 
 
 def critic_views(parent_relevance: float | np.ndarray, anchor_relevance: np.ndarray) -> np.ndarray:
@@ -257,6 +266,29 @@ def check_bundle(bundle: Mapping[str, Any], kind: str) -> None:
     version = bundle.get("format_version")
     if version not in READABLE_VERSIONS:
         raise ModelFileError(f"apprentice format version {version!r}, this code reads {READABLE_VERSIONS}")
+
+
+def check_params(params: Mapping[str, Any]) -> None:
+    """Raise ``ValueError`` unless ``params`` are valid learner (``Apprentice``) parameters."""
+    if params["n_features"] < 1:
+        raise ValueError(f"n_features must be >= 1, got {params['n_features']}")
+    if not params["alpha"] > 0:
+        raise ValueError(f"alpha must be > 0, got {params['alpha']}")
+    if params["binning"] not in BINNINGS:
+        raise ValueError(f"binning must be one of {BINNINGS}, got {params['binning']!r}")
+    if params["normalize"] not in NORMALIZATIONS:
+        raise ValueError(f"normalize must be one of {NORMALIZATIONS}, got {params['normalize']!r}")
+    if params["min_instances"] < 0:
+        raise ValueError(f"min_instances must be >= 0, got {params['min_instances']}")
+    if params["calibration_folds"] < 2:
+        raise ValueError(f"calibration_folds must be >= 2, got {params['calibration_folds']}")
+    if params.get("n_side", 0) < 0:
+        raise ValueError(f"n_side must be >= 0, got {params['n_side']}")
+    offset = params.get("side_offset")
+    if offset is not None and len(offset) != params.get("n_side", 0):
+        raise ValueError(f"side_offset needs one weight per side feature ({params.get('n_side', 0)}), got {offset}")
+    if not params.get("offset_penalty", 0.0) >= 0:
+        raise ValueError(f"offset_penalty must be >= 0, got {params['offset_penalty']}")
 
 
 def check_n_features(value: Any) -> int:

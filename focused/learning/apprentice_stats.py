@@ -15,6 +15,8 @@ import warnings
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
+from focused.learning.offset_fit import fit_offset_logistic
+
 __all__ = [
     "add_counts",
     "equal_prob_threshold",
@@ -117,6 +119,9 @@ def stacked_sigmoid(
     normalize: str,
     folds: int,
     max_instances: int,
+    side_offset: np.ndarray | None = None,
+    offset_penalty: float = 10.0,
+    correct_views: bool = False,
 ) -> tuple[float, float, np.ndarray]:
     """Fit σ(a·score + side·w + b) to held-out scores of the most recent instances (cross-fitting).
 
@@ -125,6 +130,12 @@ def stacked_sigmoid(
     side features are already out-of-sample (the critic never saw the link),
     so they enter the logistic regression as they are: it learns how much
     each view of the critic adds to the link context (stacking).
+
+    With ``side_offset`` (fixed weights w₀ of the side features) the prior
+    ``w₀·side`` is an offset that the fit only corrects with the link context
+    (and, with ``correct_views``, a change Δw of the views' weights), with
+    ``offset_penalty`` as the shrinkage of the correction
+    (:mod:`focused.learning.offset_fit`); the returned side weights are ``w₀ + Δw``.
     """
     n, n_side = len(rel), side.shape[1]
     sample = np.arange(max(0, n - max_instances), n)
@@ -160,6 +171,9 @@ def stacked_sigmoid(
         n_known = np.bincount(row_of, weights=known[inv].astype(np.float64), minlength=rows.size)
         scores[fold::k] = normalize_evidence(evidence, n_known, normalize, prior)
     no_side = np.zeros(n_side)
+    if side_offset is not None:
+        w0 = np.asarray(side_offset, dtype=np.float64)
+        return _offset_sigmoid(scores, side[sample], y, w0, offset_penalty, correct_views)
     if y.all() or not y.any():
         logger.debug("Apprentice calibration sample is degenerate; predicting the base rate")
         return (*flat_sigmoid(y), no_side)
@@ -185,3 +199,30 @@ def stacked_sigmoid(
             lr_model.fit(S, y)
         return 1e-6, float(lr_model.intercept_[0]), lr_model.coef_[0].copy()
     return slope, float(lr_model.intercept_[0]), side_weights
+
+
+def _offset_sigmoid(
+    scores: np.ndarray, side: np.ndarray, y: np.ndarray, w0: np.ndarray, penalty: float, correct_views: bool
+) -> tuple[float, float, np.ndarray]:
+    """σ(w₀·side + a·score [+ Δw·side] + b) with a (and Δw) shrunk towards 0: the prior, corrected.
+
+    Without ``correct_views`` only the link context corrects the prior: the
+    views keep the prior's weights, which a sample of links the prior itself
+    chose to fetch is ill placed to re-weigh (it selected on them).
+    """
+    if w0.shape != (side.shape[1],):
+        raise ValueError(f"side_offset has {w0.size} weights for {side.shape[1]} side features")
+    offset = side @ w0
+    if y.all() or not y.any():
+        # one bucket only: nothing to correct; the intercept alone cannot change the prior's order
+        rate = float(np.clip(np.mean(y), 1e-3, 1 - 1e-3))
+        return 1e-6, math.log(rate / (1 - rate)) - float(np.mean(offset)), w0.copy()
+    scale = float(np.std(scores)) or 1.0
+    views = side if correct_views else side[:, :0]
+    coef, intercept = fit_offset_logistic(np.column_stack([scores / scale, views]), y, offset, penalty)
+    if coef[0] <= 0:
+        # the link context does not rank HIGH above LOW on held-out data: no correction from it
+        logger.info("Apprentice link-context evidence is not predictive on held-out data (slope %.3g)", coef[0])
+        coef, intercept = fit_offset_logistic(views, y, offset, penalty)
+        return 1e-6, intercept, w0 + (coef if correct_views else 0.0)
+    return float(coef[0]) / scale, intercept, w0 + (coef[1:] if correct_views else 0.0)
