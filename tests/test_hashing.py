@@ -57,3 +57,14 @@ def test_texts_equal_hashing_vectorizer() -> None:
     expected = vectorizer.transform(texts)
     got = _hash_texts(texts, 2**18)
     assert (got != expected).nnz == 0 and np.array_equal(got.indices, expected.indices)
+
+
+def test_the_hash_is_scikit_learns_murmurhash3() -> None:
+    """The ids come from ``mmh3`` (no scikit-learn import in the analysis worker): the same signed
+    MurmurHash3 of the UTF-8 bytes as scikit-learn's ``murmurhash3_32(f, seed=0)``."""
+    from mmh3 import hash as mmh3_hash
+    from sklearn.utils import murmurhash3_32
+
+    words = [w for lst in _lists(5) for w in lst] + ["", "the@-1", "naïve", "中文@3", "\x00", "a" * 1000]
+    assert [mmh3_hash(w, 0, True) for w in words] == [murmurhash3_32(w, seed=0) for w in words]
+    assert FeatureIds(2**20).uncached(words) == [abs(murmurhash3_32(w, seed=0)) % 2**20 for w in words]
