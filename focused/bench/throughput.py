@@ -175,7 +175,7 @@ def throughput(config: SpeedBenchConfig, proxy: str) -> dict[str, Any]:
     out: dict[str, Any] = {"runs": runs, "median": {}, "ratio_to_plain": {}}
     for name, values in runs.items():
         out["median"][name] = {
-            key: _median([v[key] for v in values if v["ok"]])
+            key: _median([v[key] for v in values if v["ok"]], digits=4 if key == "harvest" else 2)
             for key in ("responses_per_s", "cpu_ms_per_response", "peak_rss_mb", "harvest", "max_reactor_lag_ms")
         }
     for name, values in ratios.items():
