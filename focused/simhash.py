@@ -43,15 +43,43 @@ def _mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-def _bigram_hashes(words: list[str]) -> np.ndarray:
-    """The distinct 64-bit hashes of the page's word bigrams.
+#: Words whose hash :func:`_word_hashes` remembers (started afresh when full): a site's pages share most words.
+MAX_CACHED_WORDS = 200_000
+_cached: dict[str, int] = {}
 
-    Each word is hashed once (CRC-32, stable across processes); a bigram's hash mixes the pair of
-    word hashes (SplitMix64), in numpy: no Python call per bigram. Two words colliding in 32 bits
-    (one pair in ~10^6 for a 5,000-word page) only merges two votes of the fingerprint.
+
+def _word_hash(word: str) -> int:
+    """CRC-32 (stable across processes) of the word as the fingerprint reads it: dates and digits as ``0``."""
+    if word in _DATE_WORDS:
+        word = "0"
+    elif not word.isalpha():
+        word = _DIGITS.sub("0", word)
+    return zlib.crc32(word.encode("utf-8"))
+
+
+def _word_hashes(words: list[str]) -> np.ndarray:
+    """:func:`_word_hash` of each word, from a cache of the words seen (a dict look-up instead of a
+    normalisation and a CRC per word; the same values)."""
+    cache = _cached
+    known = cache.get
+    out = []
+    for word in words:
+        h = known(word)
+        if h is None:
+            if len(cache) >= MAX_CACHED_WORDS:
+                cache.clear()
+            h = cache[word] = _word_hash(word)
+        out.append(h)
+    return np.array(out, dtype=np.uint64)
+
+
+def _bigram_hashes(word_hashes: np.ndarray) -> np.ndarray:
+    """The distinct 64-bit hashes of the page's word bigrams, from its words' hashes.
+
+    A bigram's hash mixes the pair of word hashes (SplitMix64), in numpy: no Python call per bigram.
+    Two words colliding in 32 bits (one pair in ~10^6 for a 5,000-word page) only merges two votes
+    of the fingerprint.
     """
-    crc = zlib.crc32
-    word_hashes = np.fromiter((crc(w.encode("utf-8")) for w in words), dtype=np.uint64, count=len(words))
     with np.errstate(over="ignore"):
         pairs = (word_hashes[:-1] << np.uint64(32)) | word_hashes[1:]
         return np.unique(_mix64(pairs))
@@ -60,9 +88,8 @@ def _bigram_hashes(words: list[str]) -> np.ndarray:
 def simhash(text: str) -> int | None:
     """The page's 64-bit SimHash, or ``None`` for a page with too little text."""
     words = tokenize(text)[:MAX_WORDS]  # the critic's tokens, computed once for both
-    words = ["0" if w in _DATE_WORDS else w if w.isalpha() else _DIGITS.sub("0", w) for w in words]
     # A set, not counts: one frequent bigram ("0 0" of a phone list) would otherwise decide every bit.
-    hashes = _bigram_hashes(words) if len(words) > 1 else np.zeros(0, dtype=np.uint64)
+    hashes = _bigram_hashes(_word_hashes(words)) if len(words) > 1 else np.zeros(0, dtype=np.uint64)
     if len(hashes) < MIN_SHINGLES:
         return None
     bits = np.unpackbits(hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")

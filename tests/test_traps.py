@@ -164,3 +164,27 @@ def test_depth_and_path_limits_alone_bound_the_growing_path(probe: dict) -> None
     db = Path(probe["tmp"]) / "limits.sqlite"
     assert max(p.depth for p in iter_pages(db)) <= 3
     assert case["stats"]["too_deep"] > 0
+
+
+def test_fingerprints_from_the_word_hash_cache_equal_those_computed_afresh(monkeypatch):
+    import zlib
+
+    import numpy as np
+
+    from focused import simhash as sh
+
+    text = "Monday 12 March: the 3rd page of 2007 lists 45 courses " * 3 + "physics atoms quarks Tuesday x1y2"
+    words = sh.tokenize(text)
+    fresh = np.array(
+        [
+            zlib.crc32(("0" if w in sh._DATE_WORDS else w if w.isalpha() else sh._DIGITS.sub("0", w)).encode())
+            for w in words
+        ],
+        dtype=np.uint64,
+    )
+    monkeypatch.setattr(sh, "MAX_CACHED_WORDS", 3)  # cleared again and again on the way
+    sh._cached.clear()
+    assert np.array_equal(sh._word_hashes(words), fresh)
+    assert np.array_equal(sh._word_hashes(words), fresh)  # now (partly) from the cache
+    assert sh._word_hash("march") == sh._word_hash("0") == sh._word_hash("2007")
+    assert sh.simhash(text) == sh.simhash(text) is not None
