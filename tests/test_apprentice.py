@@ -345,3 +345,19 @@ def test_reads_version_1_files_without_side_features(tmp_path, data):
     old = ApprenticeModel.load(tmp_path / "model.npz")
     assert old.n_side == 0
     np.testing.assert_allclose(old.predict(Ft), model.predict(Ft))
+
+
+def test_compact_rows_with_an_id_out_of_range_are_refused() -> None:
+    import numpy as np
+    import pytest
+
+    from focused.learning.apprentice_learner import Apprentice
+
+    learner = Apprentice(n_features=16)
+    good = [np.array([1, 2, 2], np.int32), np.zeros(0, np.int32)]
+    for bad in (np.array([3, 16]), np.array([-1, 4])):
+        with pytest.raises(ValueError, match="out of range"):
+            learner.add([*good, bad], [0.5, 0.5, 0.5])
+    assert learner.n_instances == 0
+    learner.add(good, [0.9, 0.1])
+    assert learner.n_instances == 2

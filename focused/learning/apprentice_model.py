@@ -328,8 +328,8 @@ def as_compact(X: Features, n_features: int) -> list[np.ndarray]:
     rows = list(X)
     if rows and isinstance(rows[0], np.ndarray):
         out = [np.asarray(r, dtype=np.int32) for r in rows]
-        for r in out:
-            if r.size and (r.min() < 0 or r.max() >= n_features):
-                raise ValueError(f"feature ids out of range for n_features={n_features}")
+        every = np.concatenate(out)  # one range check for all rows (a batch holds thousands)
+        if every.size and (every.min() < 0 or every.max() >= n_features):
+            raise ValueError(f"feature ids out of range for n_features={n_features}")
         return out
     return compact_many(rows, n_features)
