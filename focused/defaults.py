@@ -123,6 +123,10 @@ FOCUSED_APPRENTICE_OFFSET_PENALTY = 10.0
 #: With the offset, the correction may also re-weigh the critic's two views (False: the <t,d> evidence
 #: alone corrects the prior; bench variant apprentice:offset+views).
 FOCUSED_APPRENTICE_OFFSET_VIEWS = False
+#: Hold out the calibration's folds by target page (all the links to one page in one fold), so that
+#: a popular target's anchor words are never both in a fold's training counts and in the fold;
+#: False: round robin over the instances (bench variant apprentice:offset+grouped).
+FOCUSED_APPRENTICE_GROUPED_FOLDS = False
 #: LOW/HIGH bucketing of the target's relevance: ``equal-prob`` (the paper's
 #: equally probable intervals: the median of the relevances seen so far) or
 #: ``fixed`` (FOCUSED_APPRENTICE_THRESHOLD).

@@ -174,6 +174,7 @@ class CrawlRuntime:
                 side_offset=(1.0 - weight, weight) if offset else None,
                 offset_penalty=settings.getfloat("FOCUSED_APPRENTICE_OFFSET_PENALTY", 10.0),
                 correct_views=settings.getbool("FOCUSED_APPRENTICE_OFFSET_VIEWS", False),
+                grouped_folds=settings.getbool("FOCUSED_APPRENTICE_GROUPED_FOLDS", False),
             )
         try:
             online = OnlineApprentice(

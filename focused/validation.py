@@ -250,6 +250,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_APPRENTICE_OFFSET": boolean(),
     "FOCUSED_APPRENTICE_OFFSET_PENALTY": number(0),
     "FOCUSED_APPRENTICE_OFFSET_VIEWS": boolean(),
+    "FOCUSED_APPRENTICE_GROUPED_FOLDS": boolean(),
     "FOCUSED_APPRENTICE_BINNING": choice(("equal-prob", "fixed"), "binning"),
     "FOCUSED_APPRENTICE_THRESHOLD": number(0, 1),
     "FOCUSED_APPRENTICE_ALPHA": number(0, above=True),

@@ -64,6 +64,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
     # with offset: the correction also re-weighs the critic's views (apprentice:offset+views)
     "views": {"FOCUSED_APPRENTICE_OFFSET_VIEWS": True},
+    # the calibration's held-out folds grouped by target page (with offset: apprentice:offset+grouped)
+    "grouped": {"FOCUSED_APPRENTICE_GROUPED_FOLDS": True},
     # the paper's apprentice: <t,d> features only, the baseline's Pr(c*|u) until switch-in
     "paper": {"FOCUSED_APPRENTICE_ANCHOR_CRITIC": False},
     # never switch in: the critic's blended views of page and anchor alone (no learning)

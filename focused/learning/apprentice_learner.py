@@ -34,8 +34,9 @@ from focused.learning.apprentice_model import (
 from focused.learning.apprentice_stats import (
     add_counts,
     equal_prob_threshold,
+    grown,
     nb_weights,
-    segments,
+    rebucket,
     stacked_sigmoid,
 )
 from focused.learning.linkfeatures import N_FEATURES
@@ -104,6 +105,9 @@ class Apprentice:
         early model ranks as the prior until the data say otherwise. The
         correction comes from the link context alone, or with ``correct_views``
         also re-weighs the side features.
+    grouped_folds
+        Assign the calibration folds by the instances' ``groups`` (their
+        target pages, :meth:`add`) instead of round robin.
 
     Memory: besides the per-bucket counts (2 × ``n_features`` float64), the
     raw instances are kept as int32 ids (about 4 bytes per feature occurrence,
@@ -128,6 +132,7 @@ class Apprentice:
         side_offset: Sequence[float] | None = None,
         offset_penalty: float = 10.0,
         correct_views: bool = False,
+        grouped_folds: bool = False,
     ) -> None:
         self.n_features = int(n_features)
         self.alpha = float(alpha)
@@ -142,6 +147,7 @@ class Apprentice:
         self.side_offset = None if side_offset is None else [float(v) for v in side_offset]
         self.offset_penalty = float(offset_penalty)
         self.correct_views = bool(correct_views)
+        self.grouped_folds = bool(grouped_folds)
         check_params(self.get_params())
 
         self._lock = threading.Lock()
@@ -150,6 +156,7 @@ class Apprentice:
         self._indptr = np.zeros(129, dtype=np.int64)
         self._rel = np.zeros(128, dtype=np.float64)
         self._side = np.zeros((128, self.n_side), dtype=np.float64)
+        self._group = np.full(128, -1, dtype=np.int64)  # target page of each instance (hash; -1 unknown)
         self._n = 0
         self._counts = np.zeros((2, self.n_features), dtype=np.float64)  # [LOW, HIGH] x feature
         self._bucket_threshold = self.threshold if binning == "fixed" else math.inf
@@ -171,6 +178,8 @@ class Apprentice:
             "calibration_max": self.calibration_max,
             "n_side": self.n_side,
         }
+        if self.grouped_folds:
+            params["grouped_folds"] = True
         if self.side_offset is not None:
             params.update(
                 side_offset=list(self.side_offset),
@@ -199,12 +208,14 @@ class Apprentice:
             return 0 < self._n_high_fixed < self._n
         return self._rel_max > self._rel_min
 
-    def add(self, features: Features, relevances: Sequence[float] | np.ndarray, side: np.ndarray | None = None) -> None:
+    def add(self, features: Features, relevances: Any, side: np.ndarray | None = None, groups: Any = None) -> None:
         """Add instances: the features of links (u, v) and the relevance Pr(c*|v) of their targets.
 
         ``features`` is a CSR count matrix, lists of feature strings, or compact
         id arrays; ``relevances`` are in [0, 1]; ``side`` (n, ``n_side``) holds
-        the side features, required when ``n_side > 0``. Only the new instances
+        the side features, required when ``n_side > 0``; ``groups`` a non-negative
+        int per instance naming its target page (the folds of ``grouped_folds``;
+        -1 or ``None``: unknown). Only the new instances
         are touched: the per-bucket counts are updated in place.
         """
         rel = np.asarray(relevances, dtype=np.float64).ravel()
@@ -219,6 +230,9 @@ class Apprentice:
             side = np.asarray(side, dtype=np.float64)
             if side.shape != (len(rel), self.n_side) or not np.all(np.isfinite(side)):
                 raise ValueError(f"side features must be a finite ({len(rel)}, {self.n_side}) array")
+        group = np.full(len(rel), -1, np.int64) if groups is None else np.asarray(groups, np.int64).ravel()
+        if group.shape != rel.shape:
+            raise ValueError(f"{group.size} groups but {len(rel)} relevances")
         if len(rel) == 0:
             return
         lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
@@ -231,6 +245,7 @@ class Apprentice:
             self._rel[n : n + k] = rel
             if self.n_side:
                 self._side[n : n + k] = side
+            self._group[n : n + k] = group
             self._n_ids += len(ids)
             self._n += k
             high = rel >= self._bucket_threshold
@@ -242,18 +257,11 @@ class Apprentice:
     def _reserve(self, n: int, n_ids: int) -> None:
         """Grow the buffers geometrically; old arrays stay valid for a concurrent :meth:`fit`."""
         if n > len(self._rel):
-            size = max(n, 2 * len(self._rel))
-            rel = np.zeros(size, dtype=np.float64)
-            rel[: self._n] = self._rel[: self._n]
-            indptr = np.zeros(size + 1, dtype=np.int64)
-            indptr[: self._n + 1] = self._indptr[: self._n + 1]
-            side = np.zeros((size, self.n_side), dtype=np.float64)
-            side[: self._n] = self._side[: self._n]
-            self._rel, self._indptr, self._side = rel, indptr, side
+            size, m = max(n, 2 * len(self._rel)), self._n
+            rel, side, group = (grown(a, size, m) for a in (self._rel, self._side, self._group))
+            self._rel, self._indptr, self._side, self._group = rel, grown(self._indptr, size + 1, m + 1), side, group
         if n_ids > len(self._ids):
-            ids = np.zeros(max(n_ids, 2 * len(self._ids)), dtype=np.int32)
-            ids[: self._n_ids] = self._ids[: self._n_ids]
-            self._ids = ids
+            self._ids = grown(self._ids, max(n_ids, 2 * len(self._ids)), self._n_ids)
 
     def current_threshold(self) -> float:
         """The relevance at or above which an instance is HIGH, given the data so far."""
@@ -270,14 +278,15 @@ class Apprentice:
         with self._lock:
             n = self._n
             rel, indptr, ids = self._rel[:n], self._indptr[: n + 1], self._ids[: self._n_ids]
-            side = self._side[:n]
+            side, groups = self._side[:n], self._group[:n]
             threshold = self.current_threshold()
             high = rel >= threshold
             n_high = int(np.count_nonzero(high))
             if n_high == 0 or n_high == n:
                 raise NotReadyError(f"need instances in both buckets (have {n_high} HIGH of {n})")
             if threshold != self._bucket_threshold:
-                self._rebucket(threshold)
+                rebucket(self._counts, self._indptr, self._ids, rel, self._bucket_threshold, threshold)
+                self._bucket_threshold = threshold
             counts = self._counts.copy()
             self._version += 1
             version = self._version
@@ -298,6 +307,7 @@ class Apprentice:
             side_offset=None if self.side_offset is None else np.asarray(self.side_offset),
             offset_penalty=self.offset_penalty,
             correct_views=self.correct_views,
+            groups=groups if self.grouped_folds else None,
         )
         model = ApprenticeModel(
             log_ratio=log_ratio,
@@ -321,21 +331,6 @@ class Apprentice:
         )  # fmt: skip
         return model
 
-    def _rebucket(self, threshold: float) -> None:
-        """Move the instances whose bucket changes with the new threshold (lock held)."""
-        n = self._n
-        rel = self._rel[:n]
-        old = rel >= self._bucket_threshold
-        new = rel >= threshold
-        moved = np.flatnonzero(old != new)
-        if moved.size:
-            pos, lengths = segments(self._indptr, moved)
-            ids = self._ids[pos]
-            to_high = np.repeat(new[moved], lengths)
-            add_counts(self._counts, ids, to_high, +1)
-            add_counts(self._counts, ids, ~to_high, -1)
-        self._bucket_threshold = threshold
-
     # ------------------------------------------------------------------ files
 
     def to_bundle(self) -> dict[str, Any]:
@@ -352,6 +347,7 @@ class Apprentice:
                     "indptr": self._indptr[: n + 1].copy(),
                     "relevances": self._rel[:n].copy(),
                     "side": self._side[:n].copy(),
+                    "groups": self._group[:n].copy(),
                     "version": self._version,
                 },
             }
@@ -379,7 +375,8 @@ class Apprentice:
                 raise ValueError("inconsistent instance arrays")
             arrays = [ids[indptr[i] : indptr[i + 1]] for i in range(len(rel))]
             side = np.asarray(stats["side"], dtype=np.float64) if app.n_side else None
-            app.add(arrays, rel, side)
+            groups = np.asarray(stats["groups"], dtype=np.int64) if "groups" in stats else None
+            app.add(arrays, rel, side, groups)
             app._version = int(stats["version"])
             return app
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:

@@ -21,8 +21,11 @@ __all__ = [
     "add_counts",
     "equal_prob_threshold",
     "flat_sigmoid",
+    "fold_of",
+    "grown",
     "nb_weights",
     "normalize_evidence",
+    "rebucket",
     "segments",
     "sigmoid",
     "stacked_sigmoid",
@@ -107,6 +110,43 @@ def equal_prob_threshold(rel: np.ndarray) -> float:
     return float(values[1:][np.argmin(np.abs(frac_high - 0.5))])
 
 
+def grown(a: np.ndarray, size: int, n: int) -> np.ndarray:
+    """A zeroed array of ``size`` rows (``a``'s other dimensions and dtype) holding ``a``'s first ``n`` rows."""
+    out = np.zeros((size, *a.shape[1:]), dtype=a.dtype)
+    out[:n] = a[:n]
+    return out
+
+
+def rebucket(counts: np.ndarray, indptr: np.ndarray, ids: np.ndarray, rel: np.ndarray, old: float, new: float) -> None:
+    """Move the counts of the instances whose bucket changes from threshold ``old`` to ``new``, in place."""
+    was_high, is_high = rel >= old, rel >= new
+    moved = np.flatnonzero(was_high != is_high)
+    if moved.size:
+        pos, lengths = segments(indptr, moved)
+        to_high = np.repeat(is_high[moved], lengths)
+        add_counts(counts, ids[pos], to_high, +1)
+        add_counts(counts, ids[pos], ~to_high, -1)
+
+
+def fold_of(n: int, folds: int, groups: np.ndarray | None = None) -> np.ndarray:
+    """The calibration fold (0..folds−1) of each of ``n`` instances.
+
+    Without ``groups`` instance i is in fold ``i mod folds`` (round robin over
+    the sample). With ``groups`` (n non-negative ints, e.g. a hash of each
+    link's target page) instance i is in fold ``groups[i] mod folds``: all the
+    links to one page are held out together, so a popular target's anchor
+    words are never both in the fold's training counts and in the fold itself.
+    A negative group (unknown target) falls back to the round robin.
+    """
+    position = np.arange(n) % folds
+    if groups is None:
+        return position
+    groups = np.asarray(groups, dtype=np.int64)
+    if groups.shape != (n,):
+        raise ValueError(f"{groups.size} groups for {n} instances")
+    return np.where(groups >= 0, groups % folds, position)
+
+
 def stacked_sigmoid(
     counts: np.ndarray,
     rel: np.ndarray,
@@ -122,6 +162,7 @@ def stacked_sigmoid(
     side_offset: np.ndarray | None = None,
     offset_penalty: float = 10.0,
     correct_views: bool = False,
+    groups: np.ndarray | None = None,
 ) -> tuple[float, float, np.ndarray]:
     """Fit σ(a·score + side·w + b) to held-out scores of the most recent instances (cross-fitting).
 
@@ -136,17 +177,24 @@ def stacked_sigmoid(
     (and, with ``correct_views``, a change Δw of the views' weights), with
     ``offset_penalty`` as the shrinkage of the correction
     (:mod:`focused.learning.offset_fit`); the returned side weights are ``w₀ + Δw``.
+
+    ``groups`` (one int per instance, all ``n``) assigns the folds by group
+    (:func:`fold_of`) instead of round robin.
     """
     n, n_side = len(rel), side.shape[1]
     sample = np.arange(max(0, n - max_instances), n)
     k = folds if len(sample) >= 2 * folds else 1
     scores = np.zeros(len(sample))
+    fold_ids = fold_of(len(sample), k, None if groups is None else np.asarray(groups)[sample])
     y = high[sample]
     n_high = int(np.count_nonzero(high))
     totals = counts.sum(axis=1)
     vocab = int(np.count_nonzero(counts[0] + counts[1]))
     for fold in range(k):
-        rows = sample[fold::k]
+        in_fold = fold_ids == fold
+        rows = sample[in_fold]
+        if rows.size == 0:
+            continue
         pos, lengths = segments(indptr, rows)
         uniq, inv = unique_ids(ids[pos], counts.shape[1])
         row_of = np.repeat(np.arange(rows.size), lengths)
@@ -169,7 +217,7 @@ def stacked_sigmoid(
         lr = np.where(known, np.log((c[1] + a) / (n_h + a * v)) - np.log((c[0] + a) / (n_l + a * v)), 0.0)
         evidence = np.bincount(row_of, weights=lr[inv], minlength=rows.size)
         n_known = np.bincount(row_of, weights=known[inv].astype(np.float64), minlength=rows.size)
-        scores[fold::k] = normalize_evidence(evidence, n_known, normalize, prior)
+        scores[in_fold] = normalize_evidence(evidence, n_known, normalize, prior)
     no_side = np.zeros(n_side)
     if side_offset is not None:
         w0 = np.asarray(side_offset, dtype=np.float64)

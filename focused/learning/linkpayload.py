@@ -5,13 +5,14 @@ Scrapy-free; split from :mod:`focused.learning.online` (which re-exports both).
 
 from __future__ import annotations
 
+import zlib
 from collections.abc import Sequence
 from typing import NamedTuple
 
 import numpy as np
 from w3lib.url import safe_url_string
 
-__all__ = ["LinkPayload", "pack", "page_key", "unpack", "unpack_bytes"]
+__all__ = ["LinkPayload", "pack", "page_key", "target_group", "unpack", "unpack_bytes"]
 
 
 def page_key(url: str) -> str:
@@ -35,6 +36,11 @@ def page_key(url: str) -> str:
         if key.endswith(suffix):
             key = key[: -len(suffix) + 1]
     return key.rstrip("/")
+
+
+def target_group(key: str) -> int:
+    """A stable non-negative int naming the page of a :func:`page_key` (CRC-32; the same in every process)."""
+    return zlib.crc32(key.encode("utf-8"))
 
 
 class LinkPayload(NamedTuple):

@@ -42,7 +42,7 @@ from focused.learning.hashing import feature_ids
 from focused.learning.htmlpage import ParsedPage
 from focused.learning.linkfeatures import class_features
 from focused.learning.linkids import page_link_ids, parse_for_links, with_extra
-from focused.learning.linkpayload import LinkPayload, page_key
+from focused.learning.linkpayload import LinkPayload, page_key, target_group
 from focused.learning.linkpayload import pack as _pack
 from focused.learning.linkpayload import unpack as _unpack
 from focused.learning.linkpayload import unpack_bytes as _unpack_bytes
@@ -147,10 +147,11 @@ class OnlineApprentice:
         self._lock = threading.Lock()
         self._pending: dict[str, list[LinkPayload]] = {}
         self._fetched: dict[str, float] = {}
-        self._buffer: list[tuple[LinkPayload, float]] = []
+        self._buffer: list[tuple[LinkPayload, float, int]] = []  # payload, target's relevance, target_group
         self._stale: list[int] = []  # buffer positions of links found to pages fetched before them
         #: of the last batch taken, the instances whose target was fetched after the link was found
         self.batch_fresh: np.ndarray = np.zeros(0, dtype=bool)
+        self.batch_groups: np.ndarray = np.zeros(0, dtype=np.int64)  # and their target_group
         self._pages_in_batch = 0
         self.instances_seen = 0
         self.gate = SwitchGate() if gate and learner.n_side == 2 and learn else None
@@ -202,7 +203,7 @@ class OnlineApprentice:
                 relevance = self._fetched.get(key)
                 if relevance is not None:
                     self._stale.append(len(self._buffer))
-                    self._buffer.append((payload, relevance))
+                    self._buffer.append((payload, relevance, target_group(key)))
                 else:
                     self._pending.setdefault(key, []).append(payload)
 
@@ -212,11 +213,12 @@ class OnlineApprentice:
         Returns ``True`` when a batch is complete (time to train).
         """
         with self._lock:
+            group = target_group(page_key(urls[0])) if urls else -1  # one page: one group, whatever its alias
             for url in urls:
                 key = page_key(url)
                 self._fetched[key] = float(relevance)
                 for payload in self._pending.pop(key, ()):
-                    self._buffer.append((payload, float(relevance)))
+                    self._buffer.append((payload, float(relevance), group))
             self._pages_in_batch += 1
             return self.learn and self._pages_in_batch >= self.batch_size
 
@@ -228,7 +230,8 @@ class OnlineApprentice:
             self.batch_fresh[self._stale] = False
             self._stale = []
             self._pages_in_batch = 0
-        return [payload for payload, _ in batch], np.array([rel for _, rel in batch], dtype=np.float64)
+            self.batch_groups = np.array([group for _, _, group in batch], dtype=np.int64)
+        return [payload for payload, _, _ in batch], np.array([rel for _, rel, _ in batch], dtype=np.float64)
 
     def train(self, payloads: list[LinkPayload], relevances: np.ndarray) -> ApprenticeModel | None:
         """Add a batch to the learner and fit a new model if it is ready (thread-safe, slow)."""
@@ -241,7 +244,8 @@ class OnlineApprentice:
                 idx = np.flatnonzero(fresh)
                 model_p = self.model.predict([ids[i] for i in idx], side[idx])
                 self.gate_flipped = self.gate.validate(model_p, self.prior_logit(side[idx]), relevances[idx])
-            self.learner.add(ids, relevances, side)
+            groups = self.batch_groups if len(self.batch_groups) == len(payloads) else None
+            self.learner.add(ids, relevances, side, groups)
             self.instances_seen += len(payloads)
         if not self.learner.ready:
             return None
@@ -343,8 +347,9 @@ class OnlineApprentice:
             counts = np.array([len(self._pending[k]) for k in pending_keys], dtype=np.int64)
             fetched_keys = list(self._fetched)
             fetched = np.array([self._fetched[k] for k in fetched_keys], dtype=np.float64)
-            buffered = [p for p, _ in self._buffer]
-            buffer_rel = np.array([r for _, r in self._buffer], dtype=np.float64)
+            buffered = [p for p, _, _ in self._buffer]
+            buffer_rel = np.array([r for _, r, _ in self._buffer], dtype=np.float64)
+            buffer_groups = np.array([g for _, _, g in self._buffer], dtype=np.int64)
             header = {
                 "pages_in_batch": self._pages_in_batch,
                 "instances_seen": self.instances_seen,
@@ -363,6 +368,7 @@ class OnlineApprentice:
             "buffer_data": buffer_data,
             "buffer_lengths": buffer_lengths,
             "buffer_relevance": buffer_rel,
+            "buffer_groups": buffer_groups,
         }
 
     def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
@@ -378,7 +384,8 @@ class OnlineApprentice:
             raise ValueError("fetched pages do not match their keys")
         buffered = _unpack_bytes(arrays["buffer_data"], arrays["buffer_lengths"])
         buffer_rel = [float(r) for r in arrays["buffer_relevance"]]
-        if len(buffered) != len(buffer_rel):
+        groups = [int(g) for g in arrays["buffer_groups"]] if "buffer_groups" in arrays else [-1] * len(buffer_rel)
+        if not len(buffered) == len(buffer_rel) == len(groups):
             raise ValueError("buffered instances do not match their relevances")
         grouped: dict[str, list[LinkPayload]] = {}
         i = 0
@@ -388,7 +395,7 @@ class OnlineApprentice:
         with self._lock:
             self._pending = grouped
             self._fetched = dict(zip(header["fetched_keys"], fetched, strict=True))
-            self._buffer = list(zip(buffered, buffer_rel, strict=True))
+            self._buffer = list(zip(buffered, buffer_rel, groups, strict=True))
             self._stale = []
             self._pages_in_batch = int(header["pages_in_batch"])
             self.instances_seen = int(header["instances_seen"])
