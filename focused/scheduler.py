@@ -14,6 +14,9 @@ scheduler keeps its frontier in a :class:`~focused.frontier.store.FrontierStore`
 * the seen-set is the store's, so it cannot disagree with the frontier
   (``DUPEFILTER_CLASS`` is not used; duplicates are counted in
   ``dupefilter/filtered`` and logged as Scrapy's dupefilter does);
+* no request is handed out while more downloaded pages than
+  ``FOCUSED_MAX_UNSCORED_PAGES`` await scoring (their links may outrank
+  every waiting URL): a bounded look-ahead, 0 for strict best-first;
 * a popped request is *leased*: it stays in the store, in flight, until the
   engine has fully handled its response (page stored in the crawl database,
   outlinks scored and enqueued) or given up on it; only then is it
