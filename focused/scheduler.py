@@ -43,7 +43,6 @@ import time
 import uuid
 from collections import deque
 from collections.abc import Callable, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
 from scrapy import signals as scrapy_signals
@@ -56,14 +55,11 @@ from twisted.internet.base import DelayedCall
 
 from focused import signals
 from focused.enginestate import engine_requests, unscored_pages
-from focused.errors import ConfigError
 from focused.fingerprints import UrlFingerprints
 from focused.frontier.memory import MemoryStore
 from focused.frontier.payloads import decode_payloads, encode_payload
-from focused.frontier.requests import decode_request, encode_request
-from focused.frontier.settings import STORE_FILE, open_redis, options, store_name
 from focused.frontier.settings import check_jobdir as check_jobdir  # imported from here by older code
-from focused.frontier.sqlite import SQLiteStore
+from focused.frontier.settings import open_store, store_name
 from focused.frontier.store import FrontierStore, Push, PushResult, StoreError
 
 if TYPE_CHECKING:
@@ -152,7 +148,7 @@ class FocusedScheduler:
 
     def open(self, spider: Spider) -> None:
         self.spider = spider
-        self.store = self._open_store()
+        self.store = open_store(self.crawler.settings, self.store_name, self.jobdir, spider)
         self._opened = True
         self.stats.set_value("focused/frontier/store", self.store_name)
         if self.jobdir:
@@ -389,30 +385,3 @@ class FocusedScheduler:
 
     def _on_rescore(self, scorer: Scorer) -> int:
         return self.rescore(scorer)
-
-    # -- the store ---------------------------------------------------------------------
-
-    def _open_store(self) -> FrontierStore:
-        settings = self.crawler.settings
-        opts = options(settings)
-        spider = self.spider
-        codec: dict[str, Any] = {
-            "encode": lambda request: encode_request(request, spider),
-            "decode": lambda text: decode_request(text, spider),
-        }
-        try:
-            if self.store_name == "memory":
-                return MemoryStore(**opts)
-            if self.store_name == "redis":
-                return open_redis(settings, spider.name if spider else "focused", codec)
-            assert self.jobdir
-            check_jobdir(settings)
-            return SQLiteStore(
-                Path(self.jobdir, STORE_FILE),
-                **codec,
-                **opts,
-                commit_ops=settings.getint("FOCUSED_FRONTIER_COMMIT_OPS", 1000),
-                commit_seconds=self.commit_seconds,
-            )
-        except (StoreError, ValueError) as exc:
-            raise ConfigError(str(exc)) from exc

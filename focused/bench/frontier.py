@@ -43,8 +43,8 @@ from scrapy.utils.request import fingerprint
 from focused.bench.rescoring import STORES, rescore_study
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl, scrapy_command, stats_path
 from focused.bench.wikiweb import HOST, bench_run, cpu_children, md_row, read_only, wiki_spec
+from focused.frontier.settings import STORE_FILE
 from focused.frontier.sqlite import DONE, IN_FLIGHT, WAITING
-from focused.scheduler import STORE_FILE
 
 _PAGES_LINE = re.compile(rb"pages=(\d+) harvest=")
 _IN_FLIGHT = re.compile(r"\((\d+) were in flight")

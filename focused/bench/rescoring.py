@@ -23,10 +23,11 @@ import numpy as np
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
+from focused.frontier.settings import STORE_FILE
 from focused.frontier.store import FrontierStore, Rescorer
 from focused.learning.apprentice import Apprentice
 from focused.learning.online import LinkPayload, OnlineApprentice
-from focused.scheduler import PAYLOAD_META_KEY, STORE_FILE, FocusedScheduler
+from focused.scheduler import PAYLOAD_META_KEY, FocusedScheduler
 
 STORES = ("memory", "sqlite")
 

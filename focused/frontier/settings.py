@@ -17,6 +17,7 @@ from focused.frontier.store import FrontierStore, StoreError
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
+    from scrapy.spiders import Spider
 
 STORE_FILE = "frontier.sqlite"
 #: The frontier file of focused before the store existed: a pickle, never loaded.
@@ -94,3 +95,35 @@ def open_redis(settings: BaseSettings, spider_name: str, codec: dict[str, Any]) 
         lease_seconds=settings.getfloat("FOCUSED_REDIS_LEASE_SECONDS", 300.0),
         retry_seconds=settings.getfloat("FOCUSED_REDIS_RETRY_SECONDS", 60.0),
     )
+
+
+def open_store(settings: BaseSettings, name: str, jobdir: str | None, spider: Spider | None) -> FrontierStore:
+    """The frontier store ``name`` (:func:`store_name`) for a crawl; ``ConfigError`` if it cannot be opened.
+
+    Requests are stored as data (:mod:`focused.frontier.requests`), their callbacks named on ``spider``.
+    """
+    from focused.frontier.memory import MemoryStore
+    from focused.frontier.requests import decode_request, encode_request
+    from focused.frontier.sqlite import SQLiteStore
+
+    opts = options(settings)
+    codec: dict[str, Any] = {
+        "encode": lambda request: encode_request(request, spider),
+        "decode": lambda text: decode_request(text, spider),
+    }
+    try:
+        if name == "memory":
+            return MemoryStore(**opts)
+        if name == "redis":
+            return open_redis(settings, spider.name if spider else "focused", codec)
+        assert jobdir
+        check_jobdir(settings)
+        return SQLiteStore(
+            Path(jobdir, STORE_FILE),
+            **codec,
+            **opts,
+            commit_ops=settings.getint("FOCUSED_FRONTIER_COMMIT_OPS", 1000),
+            commit_seconds=settings.getfloat("FOCUSED_FRONTIER_COMMIT_SECONDS", 1.0),
+        )
+    except (StoreError, ValueError) as exc:
+        raise ConfigError(str(exc)) from exc
