@@ -213,9 +213,9 @@ class OnlineApprentice:
         Returns ``True`` when a batch is complete (time to train).
         """
         with self._lock:
-            group = target_group(page_key(urls[0])) if urls else -1  # one page: one group, whatever its alias
-            for url in urls:
-                key = page_key(url)
+            keys = [page_key(url) for url in urls]
+            group = target_group(keys[0]) if keys else -1  # one page: one group, whatever its alias
+            for key in keys:
                 self._fetched[key] = float(relevance)
                 for payload in self._pending.pop(key, ()):
                     self._buffer.append((payload, float(relevance), group))
