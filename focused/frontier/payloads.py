@@ -62,12 +62,8 @@ def decode_payloads(blobs: Sequence[bytes]) -> list[Any]:
         if blob[:1] != _DELTAS:
             out[i] = decode_payload(blob)
             continue
-        if len(blob) < 6:
-            raise ValueError("damaged link payload")
-        n, k = int.from_bytes(blob[1:5], "little"), blob[5]
+        n, k = _layout(blob, 1)
         start = 6 + 4 * k
-        if len(blob) != start + 2 * n:
-            raise ValueError("damaged link payload")
         where.append(i)
         counts.append(n)
         sides.append(np.frombuffer(blob, dtype="<f4", count=k, offset=6) if k else None)
@@ -104,12 +100,19 @@ def _compact(payload: LinkPayload) -> bytes | None:
     return _DELTAS + len(ids).to_bytes(4, "little") + bytes((k,)) + side + body
 
 
+def _layout(data: bytes, start: int = 0) -> tuple[int, int]:
+    """``(n ids, k side values)`` of the compact link payload body at ``data[start:]``; ``ValueError`` if
+    it is damaged (too short, or not exactly as long as its header says)."""
+    if len(data) - start < 5:
+        raise ValueError("damaged link payload")
+    n, k = int.from_bytes(data[start : start + 4], "little"), data[start + 4]
+    if len(data) - start != 5 + 4 * k + 2 * n:
+        raise ValueError("damaged link payload")
+    return n, k
+
+
 def _expand(body: bytes) -> LinkPayload:
-    if len(body) < 5:
-        raise ValueError("damaged link payload")
-    n, k = int.from_bytes(body[:4], "little"), body[4]
-    if len(body) != 5 + 4 * k + 2 * n:
-        raise ValueError("damaged link payload")
+    n, k = _layout(body)
     side = np.frombuffer(body, dtype="<f4", count=k, offset=5) if k else None
     ids = np.cumsum(np.frombuffer(body, dtype="<u2", count=n, offset=5 + 4 * k), dtype=np.int32)
     return LinkPayload(ids, side)
