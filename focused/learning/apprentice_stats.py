@@ -61,18 +61,23 @@ def add_counts(counts: np.ndarray, ids: np.ndarray, high: np.ndarray, sign: int)
     for bucket, mask in ((1, high), (0, ~high)):
         sel = ids[mask]
         if sel.size:  # a tally over the id space: no sort of the occurrences
-            counts[bucket] += sign * np.bincount(sel, minlength=counts.shape[1])
+            tally = np.bincount(sel, minlength=counts.shape[1])
+            if sign > 0:
+                counts[bucket] += tally
+            else:
+                counts[bucket] -= tally
 
 
 def nb_weights(counts: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
     """Per-feature log θ_HIGH − log θ_LOW (Eq. 1, vocabulary = features seen) and the seen mask."""
     total = counts[0] + counts[1]
     known = total > 0
-    vocab = int(np.count_nonzero(known))
+    seen = np.flatnonzero(known)  # integer indexing: a boolean mask over the id space is slower
+    vocab = seen.size
     n_low, n_high = counts[0].sum(), counts[1].sum()
     log_ratio = np.zeros(counts.shape[1], dtype=np.float64)
-    cl, ch = counts[0, known], counts[1, known]
-    log_ratio[known] = np.log((ch + alpha) / (n_high + alpha * vocab)) - np.log((cl + alpha) / (n_low + alpha * vocab))
+    cl, ch = counts[0, seen], counts[1, seen]
+    log_ratio[seen] = np.log((ch + alpha) / (n_high + alpha * vocab)) - np.log((cl + alpha) / (n_low + alpha * vocab))
     return log_ratio, known.astype(np.float64)
 
 
@@ -190,33 +195,43 @@ def stacked_sigmoid(
     n_high = int(np.count_nonzero(high))
     totals = counts.sum(axis=1)
     vocab = int(np.count_nonzero(counts[0] + counts[1]))
+    # The features of the sample, ranked once (not a pass over the whole id space per fold): each fold's
+    # held-out counts are the sample features' counts minus the fold's own occurrences.
+    pos, _ = segments(indptr, sample)
+    present = np.zeros(counts.shape[1], dtype=bool)
+    present[ids[pos]] = True
+    uniq = np.flatnonzero(present)
+    rank = np.cumsum(present, dtype=np.int32) - 1  # ids are below 2^31
+    c_all = counts[:, uniq]
+    was_known = c_all[0] + c_all[1] > 0
+    a = alpha
     for fold in range(k):
         in_fold = fold_ids == fold
         rows = sample[in_fold]
         if rows.size == 0:
             continue
         pos, lengths = segments(indptr, rows)
-        uniq, inv = unique_ids(ids[pos], counts.shape[1])
+        inv = rank[ids[pos]]
         row_of = np.repeat(np.arange(rows.size), lengths)
         fold_high = np.repeat(high[rows], lengths)
-        c = counts[:, uniq].copy()
         fh = int(np.count_nonzero(high[rows]))
         if k > 1:  # held out: remove the fold's own occurrences
+            c = c_all.copy()
             c[1] -= np.bincount(inv[fold_high], minlength=uniq.size)
             c[0] -= np.bincount(inv[~fold_high], minlength=uniq.size)
             n_l = totals[0] - np.count_nonzero(~fold_high)
             n_h = totals[1] - np.count_nonzero(fold_high)
-            was_known = counts[0, uniq] + counts[1, uniq] > 0
             v = vocab - int(np.count_nonzero(was_known & (c[0] + c[1] <= 0)))
             prior = math.log((n_high - fh + 0.5) / (n - n_high - (rows.size - fh) + 0.5))
         else:
+            c = c_all
             n_l, n_h, v = totals[0], totals[1], vocab
             prior = math.log((n_high + 0.5) / (n - n_high + 0.5))
         known = c[0] + c[1] > 0
-        a = alpha
         lr = np.where(known, np.log((c[1] + a) / (n_h + a * v)) - np.log((c[0] + a) / (n_l + a * v)), 0.0)
         evidence = np.bincount(row_of, weights=lr[inv], minlength=rows.size)
-        n_known = np.bincount(row_of, weights=known[inv].astype(np.float64), minlength=rows.size)
+        unknown = ~known[inv]  # rare: the features only this fold has
+        n_known = lengths - np.bincount(row_of[unknown], minlength=rows.size).astype(np.float64)
         scores[in_fold] = normalize_evidence(evidence, n_known, normalize, prior)
     no_side = np.zeros(n_side)
     if side_offset is not None:
