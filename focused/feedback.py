@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -174,7 +175,7 @@ class RelevanceFeedback:
             "Apprentice training failed; the crawl goes on with the previous model:\n%s", failure.getTraceback()
         )
 
-    def _rescore(self, payloads: list[list[Any]]) -> list[int | None]:
+    def _rescore(self, payloads: Sequence[Sequence[Any]]) -> list[int | None]:
         return self.online.rescore(payloads)
 
     def _record_model(self, model: ApprenticeModel) -> None:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
@@ -107,7 +108,7 @@ class IntelligentFeedback:
         self._record()
         logger.debug("Intelligent crawl: re-scored the frontier after %d pages (%d changed)", self.pages, changed)
 
-    def _rescore(self, payloads: list[list[Any]]) -> list[int | None]:
+    def _rescore(self, payloads: Sequence[Sequence[Any]]) -> list[int | None]:
         return [None if s is None else score_to_priority(s) for s in self.strategy.rescore(payloads)]
 
     def _record(self) -> dict[str, Any]:

@@ -57,7 +57,7 @@ from focused import signals
 from focused.enginestate import engine_requests, unscored_pages
 from focused.fingerprints import UrlFingerprints
 from focused.frontier.memory import MemoryStore
-from focused.frontier.payloads import decode_payloads, encode_payload
+from focused.frontier.payloads import decode_link_batch, decode_payloads, encode_payload
 from focused.frontier.settings import check_jobdir as check_jobdir  # imported from here by older code
 from focused.frontier.settings import open_store, store_name
 from focused.frontier.store import FrontierStore, Push, PushResult, StoreError
@@ -74,9 +74,10 @@ logger = logging.getLogger(__name__)
 
 PAYLOAD_META_KEY = "focused_payload"
 
-#: A re-scoring function: given, for each waiting request, the payloads of its
-#: parents, return each request's new priority (or None to keep it).
-Scorer = Callable[[list[list[Any]]], Sequence[int | None]]
+#: A re-scoring function: given, for each waiting request, the payloads of its parents (a
+#: :class:`~focused.learning.linkbatch.LinkBatch` when all are link payloads), return each
+#: request's new priority (or None to keep it).
+Scorer = Callable[[Sequence[Sequence[Any]]], Sequence[int | None]]
 
 T = TypeVar("T")
 
@@ -376,6 +377,9 @@ class FocusedScheduler:
         """Re-evaluate every waiting request with ``scorer``; returns how many changed."""
 
         def rescorer(blobs: list[list[bytes]]) -> Sequence[int | None]:
+            batch = decode_link_batch(blobs)  # the apprentice's payloads as arrays: no object per link
+            if batch is not None:
+                return scorer(batch)
             decoded = iter(decode_payloads([b for entry in blobs for b in entry]))  # one batch: faster
             return scorer([[next(decoded) for _ in entry] for entry in blobs])
 

@@ -140,7 +140,7 @@ def _rescore_pass(scheduler: FocusedScheduler, online: OnlineApprentice) -> dict
     which other processes on the machine do not inflate) split into store I/O, payload decoding and model."""
     model_s = 0.0
 
-    def model(payloads: list[list[Any]]) -> list[int | None]:
+    def model(payloads: Sequence[Sequence[Any]]) -> list[int | None]:
         nonlocal model_s
         started = time.thread_time()
         new = online.rescore(payloads)

@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from focused.learning.linkbatch import LinkBatch
 from focused.learning.online import LinkPayload
 
 _LINK, _DELTAS, _JSON, _BYTES = b"L", b"D", b"J", b"B"
@@ -80,6 +81,79 @@ def decode_payloads(blobs: Sequence[bytes]) -> list[Any]:
     for i, a, b, side in zip(where, starts.tolist(), ends.tolist(), sides, strict=True):
         out[i] = LinkPayload(ids32[a:b], side)
     return out
+
+
+def decode_link_batch(blobs_per_entry: Sequence[Sequence[bytes]]) -> LinkBatch | None:
+    """The waiting URLs' payloads as one :class:`LinkBatch`, if all are link payloads (compact, or
+    plain where a gap was too wide) with the same number of side views, as the apprentice stores
+    them; else ``None`` (decode them one by one).
+
+    The same ids and views as :func:`decode_payloads`, without a Python object per payload: the
+    headers, views and ids of all blobs are cut out in a few passes and read as arrays.
+    ``ValueError`` for a damaged payload.
+    """
+    sizes = np.fromiter(map(len, blobs_per_entry), dtype=np.int64, count=len(blobs_per_entry))
+    blobs = [blob for entry in blobs_per_entry for blob in entry]
+    if not blobs:
+        return LinkBatch(sizes, np.zeros(0, np.int64), np.zeros(0, np.int32), None)
+    length = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
+    if length.min() < 6:
+        return None
+    header = np.frombuffer(b"".join([blob[:6] for blob in blobs]), dtype=_HEADER)
+    compact = header["kind"] == _DELTAS[0]
+    plain = np.flatnonzero(header["kind"] == _LINK[0])
+    if compact.sum() + plain.size != len(blobs):
+        return None
+    counts = header["n"].astype(np.int64)
+    # the side views: after the header of a compact payload, after the ids of a plain one
+    k_plain = []
+    for i, n in zip(plain.tolist(), counts[plain].tolist(), strict=True):
+        k_plain.append(blobs[i][5 + 4 * n] if 5 + 4 * n < len(blobs[i]) else -1)
+    ks = set(header["k"][compact].tolist()) | set(k_plain)
+    if len(ks) != 1 or -1 in ks:
+        return None
+    k = ks.pop()
+    expected = np.where(compact, 6 + 4 * k + 2 * counts, 6 + 4 * counts + 4 * k)
+    if np.any(length != expected):
+        raise ValueError("damaged link payload")
+    ends = np.cumsum(counts)
+    starts = ends - counts
+    ids = np.empty(int(ends[-1]), dtype=np.int32)
+    side = np.empty((len(blobs), k), dtype="<f4") if k else None
+    where = np.flatnonzero(compact)
+    if where.size:
+        parts = [blobs[i] for i in where.tolist()]
+        n = counts[where]
+        gaps = np.frombuffer(b"".join([blob[6 + 4 * k :] for blob in parts]), dtype="<u2")
+        run = np.cumsum(gaps, dtype=np.int64)
+        own_end = np.cumsum(n)
+        own_start = own_end - n
+        # each payload's first gap counts from 0: subtract the running total before it
+        before = np.where(own_start > 0, run[np.maximum(own_start - 1, 0)] if run.size else 0, 0)
+        run -= np.repeat(before, n)
+        ids[_positions(starts[where], n)] = run
+        if side is not None:
+            side[where] = np.frombuffer(b"".join([blob[6 : 6 + 4 * k] for blob in parts]), dtype="<f4").reshape(-1, k)
+    if plain.size:
+        parts = [blobs[i] for i in plain.tolist()]
+        n = counts[plain]
+        body = b"".join([blob[5 : 5 + 4 * m] for blob, m in zip(parts, n.tolist(), strict=True)])
+        ids[_positions(starts[plain], n)] = np.frombuffer(body, dtype="<i4")
+        if side is not None:
+            views = [blob[6 + 4 * m :] for blob, m in zip(parts, n.tolist(), strict=True)]
+            side[plain] = np.frombuffer(b"".join(views), dtype="<f4").reshape(-1, k)
+    return LinkBatch(sizes, counts, ids, side)
+
+
+def _positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """Every index of the ranges ``[starts[i], starts[i] + counts[i])``, in order."""
+    total = int(counts.sum())
+    own_start = np.cumsum(counts) - counts
+    return np.repeat(starts - own_start, counts) + np.arange(total)
+
+
+#: The header of a compact link payload: kind, number of ids, number of side views.
+_HEADER = np.dtype([("kind", "u1"), ("n", "<u4"), ("k", "u1")])
 
 
 def _compact(payload: LinkPayload) -> bytes | None:

@@ -174,7 +174,7 @@ class IntelligentStrategy:
         values = self.combine(self.factor_matrix([[p] for p in payloads]))
         return Scored([to_score(v) for v in values.tolist()], payloads)
 
-    def rescore(self, entries: list[list[Any]]) -> list[float | None]:
+    def rescore(self, entries: Sequence[Sequence[Any]]) -> list[float | None]:
         """New scores of waiting candidates from their payloads (``None``: no payload, keep);
         the factor weights are rebalanced over these candidates first."""
         self._version = -1

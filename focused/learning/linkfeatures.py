@@ -357,11 +357,41 @@ def compact_many(feature_lists: Sequence[Sequence[str]], n_features: int = N_FEA
 def from_compact(arrays: Sequence[np.ndarray], n_features: int = N_FEATURES) -> sp.csr_matrix:
     """CSR count matrix from :func:`compact` arrays; equal to :func:`hash_features` of the original lists."""
     lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
-    indptr = np.zeros(len(arrays) + 1, dtype=np.int64)
-    np.cumsum(lengths, out=indptr[1:])
     indices = np.concatenate(arrays).astype(np.int32) if len(arrays) else np.zeros(0, np.int32)
-    if indices.size and (indices.min() < 0 or indices.max() >= n_features):
+    return csr_from_flat(lengths, indices, n_features)
+
+
+def csr_from_flat(lengths: np.ndarray, ids: np.ndarray, n_features: int = N_FEATURES) -> sp.csr_matrix:
+    """:func:`from_compact` of rows given as their lengths and their ids concatenated (int32).
+
+    Rows whose ids are sorted (as the crawler's payloads are) are counted in
+    one pass over the runs of equal ids; otherwise SciPy sorts and sums them.
+    The matrix is the same either way (canonical: sorted, no duplicates).
+    """
+    lengths = np.asarray(lengths, dtype=np.int64)
+    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    ids = np.asarray(ids, dtype=np.int32)
+    if ids.size and (ids.min() < 0 or ids.max() >= n_features):
         raise ValueError(f"feature ids out of range for n_features={n_features}")
-    X = sp.csr_matrix((np.ones(len(indices)), indices, indptr), shape=(len(arrays), n_features), dtype=np.float64)
+    shape = (len(lengths), n_features)
+    if ids.size > 1:
+        rising = ids[1:] > ids[:-1]
+        boundary = np.zeros(ids.size - 1, dtype=bool)
+        inner = indptr[1:-1]
+        boundary[inner[(inner > 0) & (inner < ids.size)] - 1] = True  # a row starts after this position
+        if np.all(rising | boundary | (ids[1:] == ids[:-1])):  # sorted within every row
+            new_run = np.empty(ids.size, dtype=bool)  # where a run of equal ids (one column of a row) starts
+            new_run[0] = True
+            np.logical_or(rising, boundary, out=new_run[1:])
+            starts = np.flatnonzero(new_run)
+            counts = np.diff(np.append(starts, ids.size)).astype(np.float64)
+            runs_before = np.zeros(ids.size + 1, dtype=np.int64)
+            np.cumsum(new_run, out=runs_before[1:])
+            X = sp.csr_matrix((counts, ids[starts], runs_before[indptr]), shape=shape, dtype=np.float64)
+            X.has_sorted_indices = True
+            X.has_canonical_format = True
+            return X
+    X = sp.csr_matrix((np.ones(len(ids)), ids, indptr), shape=shape, dtype=np.float64)
     X.sum_duplicates()
     return X

@@ -40,6 +40,7 @@ from focused.learning.crossfit import CrossFitCritic
 from focused.learning.gate import SwitchGate
 from focused.learning.hashing import feature_ids
 from focused.learning.htmlpage import ParsedPage
+from focused.learning.linkbatch import LinkBatch
 from focused.learning.linkfeatures import class_features
 from focused.learning.linkids import page_link_ids, parse_for_links, with_extra
 from focused.learning.linkpayload import LinkPayload, page_key, target_group
@@ -290,44 +291,58 @@ class OnlineApprentice:
     def rescore(self, payloads_per_entry: Sequence[Sequence[Any]]) -> list[int | None]:
         """New priorities for waiting URLs from their parents' link features.
 
-        One prediction over all payloads (vectorised), then each URL's parent
-        scores are combined by ``aggregation``. URLs without features (seeds)
+        One prediction over all payloads (vectorised; a :class:`LinkBatch` is read as it is), then
+        each URL's parent scores are combined by ``aggregation``. URLs without features (seeds)
         keep their priority (``None``).
         """
-        model = self.model
-        if model is None:
-            return [None] * len(payloads_per_entry)
-        flat: list[LinkPayload] = []
-        owners: list[int] = []
-        for i, payloads in enumerate(payloads_per_entry):
-            for payload in payloads:
-                if isinstance(payload, LinkPayload):
-                    flat.append(payload)
-                    owners.append(i)
-        if not flat:
-            return [None] * len(payloads_per_entry)
-        serving = self.serving
-        if serving is None:  # the gate closed: back to the prior
-            _, views = _unpack(flat, 2)
-            assert views is not None
-            scores = self.prior(views)
+        out: list[int | None] = [None] * len(payloads_per_entry)
+        if self.model is None:
+            return out
+        scored = self._link_scores(payloads_per_entry)
+        if scored is None:
+            return out
+        scores, owners = scored
+        entries, starts = np.unique(owners, return_index=True)  # owners ascend: each URL's payloads in a run
+        ends = np.append(starts[1:], len(scores))
+        if self.aggregation == "first":
+            values = scores[starts].tolist()
+        elif self.aggregation == "mean":
+            values = [sum(scores[a:b].tolist()) / (b - a) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
         else:
-            ids, side = _unpack(flat, serving.n_side)
-            scores = serving.predict(ids, side)
-        per_entry: list[list[float]] = [[] for _ in payloads_per_entry]
-        for owner, score in zip(owners, scores, strict=True):
-            per_entry[owner].append(float(score))
-        out: list[int | None] = []
-        for values in per_entry:
-            if not values:
-                out.append(None)
-            elif self.aggregation == "first":
-                out.append(score_to_priority(values[0]))
-            elif self.aggregation == "mean":
-                out.append(score_to_priority(sum(values) / len(values)))
-            else:
-                out.append(score_to_priority(max(values)))
+            values = np.maximum.reduceat(scores, starts).tolist()
+        for entry, value in zip(entries.tolist(), values, strict=True):
+            out[entry] = score_to_priority(value)
         return out
+
+    def _link_scores(self, payloads_per_entry: Sequence[Sequence[Any]]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The score of every link payload and the URL (entry index) it belongs to; None if there are none."""
+        serving = self.serving
+        n_side = 2 if serving is None else serving.n_side
+        if isinstance(payloads_per_entry, LinkBatch):
+            batch = payloads_per_entry
+            if not batch.n_links:
+                return None
+            if n_side and (batch.side is None or batch.side.shape[1] != n_side):
+                raise ValueError("the model needs side features, but a link payload has none")
+            side = batch.side.astype(np.float64) if n_side and batch.side is not None else None
+            ids: Any = batch.matrix(self.learner.n_features)
+            owners = batch.owners()
+        else:
+            flat: list[LinkPayload] = []
+            owned: list[int] = []
+            for i, payloads in enumerate(payloads_per_entry):
+                for payload in payloads:
+                    if isinstance(payload, LinkPayload):
+                        flat.append(payload)
+                        owned.append(i)
+            if not flat:
+                return None
+            ids, side = _unpack(flat, n_side)
+            owners = np.asarray(owned, dtype=np.int64)
+        if serving is None:  # the gate closed: back to the prior
+            assert side is not None
+            return self.prior(side), owners
+        return np.asarray(serving.predict(ids, side), dtype=np.float64), owners
 
     # -- introspection and persistence -----------------------------------------------
 

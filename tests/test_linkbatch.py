@@ -1,0 +1,99 @@
+"""Re-scoring from a LinkBatch (the frontier's link payloads as flat arrays) equals re-scoring payload by payload."""
+
+import numpy as np
+import pytest
+import scipy.sparse as sp
+
+from focused.frontier.payloads import decode_link_batch, decode_payload, encode_payload
+from focused.learning.apprentice import Apprentice
+from focused.learning.linkbatch import LinkBatch
+from focused.learning.linkfeatures import csr_from_flat, from_compact
+from focused.learning.online import LinkPayload, OnlineApprentice
+
+
+def _payload(rng: np.random.Generator, n: int, sparse: bool = False) -> LinkPayload:
+    high = 2**20 if sparse else 4096  # ids spread over 2^20: gaps too wide for the compact kind
+    ids = np.sort(rng.integers(0, high, size=n)).astype(np.int32)
+    return LinkPayload(ids, rng.normal(size=2).astype(np.float32))
+
+
+def _entries(seed: int = 0) -> list[list[LinkPayload]]:
+    rng = np.random.default_rng(seed)
+    entries: list[list[LinkPayload]] = [[]]  # a URL without payloads (a seed) first
+    for i in range(60):
+        entries.append([_payload(rng, int(rng.integers(0, 40)), sparse=rng.random() < 0.3) for _ in range(i % 5)])
+    entries.append([LinkPayload(np.array([5, 5, 5, 9], np.int32), np.array([0.1, -2.0], np.float32))])  # repeats
+    return entries
+
+
+def _blobs(entries: list[list[LinkPayload]]) -> list[list[bytes]]:
+    return [[encode_payload(p) for p in entry] for entry in entries]
+
+
+def test_both_stored_kinds_decode_to_the_same_ids_and_views():
+    entries = _entries()
+    blobs = _blobs(entries)
+    assert {b[:1] for entry in blobs for b in entry} == {b"D", b"L"}  # both kinds are in the batch
+    batch = decode_link_batch(blobs)
+    assert batch is not None and len(batch) == len(entries)
+    for i, entry in enumerate(blobs):
+        got, want = batch[i], [decode_payload(b) for b in entry]
+        assert len(got) == len(want)
+        for a, b in zip(got, want, strict=True):
+            assert a.ids.tolist() == b.ids.tolist() and a.side.tolist() == b.side.tolist()
+
+
+def test_other_payloads_are_left_to_the_one_by_one_decoder_and_damage_is_refused():
+    rng = np.random.default_rng(1)
+    link = encode_payload(_payload(rng, 10))
+    assert decode_link_batch([[link], [encode_payload({"a": 1})]]) is None
+    assert decode_link_batch([[link], [encode_payload(LinkPayload(np.array([1, 2], np.int32)))]]) is None  # no views
+    assert decode_link_batch([[link, encode_payload(LinkPayload(np.array([3, 1], np.int32), np.zeros(2, np.float32)))]])
+    with pytest.raises(ValueError):
+        decode_link_batch([[link[:-1]]])
+    empty = decode_link_batch([[], []])
+    assert empty is not None and len(empty) == 2 and empty.n_links == 0
+
+
+def test_sorted_rows_build_the_same_matrix_as_scipy_sorting_them():
+    rng = np.random.default_rng(2)
+    for _ in range(300):
+        n_features = int(rng.integers(1, 30))
+        rows = [np.sort(rng.integers(0, n_features, size=int(rng.integers(0, 6)))).astype(np.int32) for _ in range(5)]
+        if rng.random() < 0.3:
+            rows[0] = rows[0][::-1].copy()  # unsorted: SciPy's path
+        lengths = np.array([len(r) for r in rows])
+        got = csr_from_flat(lengths, np.concatenate(rows), n_features)
+        want = sp.csr_matrix(
+            (np.ones(lengths.sum()), np.concatenate(rows), np.concatenate([[0], np.cumsum(lengths)])),
+            shape=(5, n_features),
+        )
+        want.sum_duplicates()
+        assert (got.indptr.tolist(), got.indices.tolist(), got.data.tolist()) == (
+            want.indptr.tolist(),
+            want.indices.tolist(),
+            want.data.tolist(),
+        )
+        assert (from_compact(rows, n_features) != want).nnz == 0
+    with pytest.raises(ValueError):
+        csr_from_flat(np.array([1]), np.array([30], np.int32), 30)
+
+
+@pytest.mark.parametrize("aggregation", ["max", "mean", "first"])
+def test_rescoring_a_batch_gives_the_priorities_of_rescoring_payload_by_payload(aggregation):
+    rng = np.random.default_rng(4)
+    train = [_payload(rng, int(rng.integers(1, 40))) for _ in range(400)]
+    learner = Apprentice(min_instances=1, binning="equal-prob", n_side=2)
+    learner.add([p.ids for p in train], rng.random(400), np.stack([p.side for p in train]))
+    online = OnlineApprentice(
+        learner, snippet_critic=lambda texts, _urls: np.full(len(texts), 0.5), aggregation=aggregation
+    )
+    entries = _entries(5)
+    batch = decode_link_batch(_blobs(entries))
+    assert isinstance(batch, LinkBatch)
+    assert online.rescore(batch) == online.rescore(entries) == [None] * len(entries)  # no model yet
+    online.install(learner.fit())
+    want = online.rescore(entries)
+    assert online.rescore(batch) == want
+    assert want[0] is None and all(p is not None for p, e in zip(want, entries, strict=True) if e)
+    assert len(set(want) - {None}) > 10  # the priorities differ: the comparison means something
