@@ -5,6 +5,7 @@ import pytest
 import scipy.sparse as sp
 
 from focused.frontier.payloads import decode_link_batch, decode_payload, encode_payload
+from focused.learning import linkfeatures
 from focused.learning.apprentice import Apprentice
 from focused.learning.linkbatch import LinkBatch
 from focused.learning.linkfeatures import csr_from_flat, from_compact
@@ -55,7 +56,8 @@ def test_other_payloads_are_left_to_the_one_by_one_decoder_and_damage_is_refused
     assert empty is not None and len(empty) == 2 and empty.n_links == 0
 
 
-def test_sorted_rows_build_the_same_matrix_as_scipy_sorting_them():
+def test_sorted_rows_build_the_same_matrix_as_scipy_sorting_them(monkeypatch):
+    monkeypatch.setattr(linkfeatures, "RUNS_MIN_IDS", 2)  # the runs on small rows too
     rng = np.random.default_rng(2)
     for _ in range(300):
         n_features = int(rng.integers(1, 30))
@@ -80,7 +82,9 @@ def test_sorted_rows_build_the_same_matrix_as_scipy_sorting_them():
 
 
 @pytest.mark.parametrize("aggregation", ["max", "mean", "first"])
-def test_rescoring_a_batch_gives_the_priorities_of_rescoring_payload_by_payload(aggregation):
+@pytest.mark.parametrize("runs_from", [2, 10**9])
+def test_rescoring_a_batch_gives_the_priorities_of_rescoring_payload_by_payload(aggregation, runs_from, monkeypatch):
+    monkeypatch.setattr(linkfeatures, "RUNS_MIN_IDS", runs_from)
     rng = np.random.default_rng(4)
     train = [_payload(rng, int(rng.integers(1, 40))) for _ in range(400)]
     learner = Apprentice(min_instances=1, binning="equal-prob", n_side=2)

@@ -361,12 +361,18 @@ def from_compact(arrays: Sequence[np.ndarray], n_features: int = N_FEATURES) -> 
     return csr_from_flat(lengths, indices, n_features)
 
 
+#: From this many ids on, sorted rows are counted by their runs (a re-scoring's millions), not by SciPy.
+RUNS_MIN_IDS = 20_000
+
+
 def csr_from_flat(lengths: np.ndarray, ids: np.ndarray, n_features: int = N_FEATURES) -> sp.csr_matrix:
     """:func:`from_compact` of rows given as their lengths and their ids concatenated (int32).
 
     Rows whose ids are sorted (as the crawler's payloads are) are counted in
-    one pass over the runs of equal ids; otherwise SciPy sorts and sums them.
-    The matrix is the same either way (canonical: sorted, no duplicates).
+    one pass over the runs of equal ids; otherwise, or for fewer than
+    :data:`RUNS_MIN_IDS` ids (where the passes cost more than they save), SciPy
+    sorts and sums them. The matrix is the same either way (canonical: sorted,
+    no duplicates).
     """
     lengths = np.asarray(lengths, dtype=np.int64)
     indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
@@ -375,7 +381,7 @@ def csr_from_flat(lengths: np.ndarray, ids: np.ndarray, n_features: int = N_FEAT
     if ids.size and (ids.min() < 0 or ids.max() >= n_features):
         raise ValueError(f"feature ids out of range for n_features={n_features}")
     shape = (len(lengths), n_features)
-    if ids.size > 1:
+    if ids.size >= RUNS_MIN_IDS:
         rising = ids[1:] > ids[:-1]
         boundary = np.zeros(ids.size - 1, dtype=bool)
         inner = indptr[1:-1]
