@@ -11,6 +11,7 @@ from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet import task
 from twisted.internet.threads import deferToThread
 
+from focused.frontier.payloads import encode_payloads
 from focused.items import PageItem
 from focused.learning.htmlpage import ParsedPage, parse_page
 from focused.priority import score_to_priority
@@ -108,8 +109,8 @@ class LinkScoringMiddleware:
             request.priority = score_to_priority(score)
             request.meta[SCORE_META_KEY] = round(float(score), 6)
         if scored.payloads is not None:
-            # moved out of the meta by the scheduler, into the frontier entry
-            for request, payload in zip(requests, scored.payloads, strict=True):
+            # moved out of the meta by the scheduler, into the frontier entry (encoded here, a page at once)
+            for request, payload in zip(requests, encode_payloads(scored.payloads), strict=True):
                 request.meta[PAYLOAD_META_KEY] = payload
         self.stats.inc_value("focused/links_scored", len(requests))
         return requests

@@ -101,3 +101,23 @@ def test_rescoring_a_batch_gives_the_priorities_of_rescoring_payload_by_payload(
     assert online.rescore(batch) == want
     assert want[0] is None and all(p is not None for p, e in zip(want, entries, strict=True) if e)
     assert len(set(want) - {None}) > 10  # the priorities differ: the comparison means something
+
+
+def test_a_pages_payloads_encoded_together_are_the_bytes_encoded_one_by_one():
+    from focused.frontier.payloads import EncodedPayload, encode_payloads
+
+    rng = np.random.default_rng(6)
+    sizes, sparse = rng.integers(0, 30, 40), rng.random(40) < 0.3
+    payloads = [_payload(rng, int(n), sparse=bool(s)) for n, s in zip(sizes, sparse, strict=True)]
+    payloads += [
+        LinkPayload(np.array([9, 3], np.int32), np.zeros(2, np.float32)),  # unsorted: the plain kind
+        LinkPayload(np.zeros(0, np.int32), np.ones(2, np.float32)),
+        {"json": [1, 2]},
+    ]
+    together = encode_payloads(payloads)
+    assert together == [encode_payload(p) for p in payloads]
+    assert {b[:1] for b in together} == {b"D", b"L", b"J"}
+    assert all(isinstance(b, EncodedPayload) and encode_payload(b) is b for b in together)  # kept as they are
+    mixed = [LinkPayload(np.array([1], np.int32)), LinkPayload(np.array([2], np.int32), np.zeros(2, np.float32))]
+    assert encode_payloads(mixed) == [encode_payload(p) for p in mixed]
+    assert encode_payloads([]) == []

@@ -26,11 +26,57 @@ def encode_payload(payload: Any) -> bytes:
     consecutive ids, half the bytes of :meth:`LinkPayload.to_bytes` (a waiting URL's largest part),
     when every gap fits; otherwise as ``to_bytes``.
     """
+    if isinstance(payload, EncodedPayload):
+        return payload
     if isinstance(payload, LinkPayload):
         return _compact(payload) or _LINK + payload.to_bytes()
     if isinstance(payload, bytes | bytearray):
         return _BYTES + bytes(payload)
     return _JSON + json.dumps(payload, separators=(",", ":")).encode()
+
+
+class EncodedPayload(bytes):
+    """A payload :func:`encode_payloads` encoded already: :func:`encode_payload` keeps it as it is."""
+
+    __slots__ = ()
+
+
+def encode_payloads(payloads: Sequence[Any]) -> list[bytes]:
+    """:func:`encode_payload` of each payload, as :class:`EncodedPayload`; the link payloads of a page
+    together (the same bytes: their gaps, views and headers in a few array operations, then a slice
+    of each per link, instead of half a dozen array operations per link)."""
+    out: list[bytes] = [b""] * len(payloads)
+    links = [i for i, p in enumerate(payloads) if isinstance(p, LinkPayload)]
+    ks = {0 if payloads[i].side is None else len(payloads[i].side) for i in links}
+    if len(ks) > 1:  # mixed side views: one by one
+        links = []
+    for i in sorted(set(range(len(payloads))).difference(links)):
+        out[i] = EncodedPayload(encode_payload(payloads[i]))
+    if not links:
+        return out
+    k = ks.pop()
+    rows = [np.asarray(payloads[i].ids, dtype=np.int32) for i in links]
+    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
+    ids = np.concatenate(rows)
+    starts = np.cumsum(lengths) - lengths
+    gaps = np.empty_like(ids)
+    if ids.size:
+        np.subtract(ids[1:], ids[:-1], out=gaps[1:])
+    first = starts[lengths > 0]
+    gaps[first] = ids[first]  # each payload's first gap counts from 0
+    wide = np.zeros(len(links), dtype=bool)
+    if first.size:  # a negative gap (unsorted ids) wraps to a large one
+        wide[lengths > 0] = np.maximum.reduceat(gaps.view(np.uint32), first) > 0xFFFF
+    body = gaps.astype("<u2").tobytes()
+    side = np.stack([payloads[i].side for i in links]).astype("<f4").tobytes() if k else b""
+    kind = bytes((k,))
+    for j, (i, a, n) in enumerate(zip(links, starts.tolist(), lengths.tolist(), strict=True)):
+        if wide[j]:
+            out[i] = EncodedPayload(_LINK + payloads[i].to_bytes())
+        else:
+            head = _DELTAS + n.to_bytes(4, "little") + kind
+            out[i] = EncodedPayload(head + side[4 * k * j : 4 * k * (j + 1)] + body[2 * a : 2 * (a + n)])
+    return out
 
 
 def decode_payload(data: bytes) -> Any:

@@ -5,6 +5,7 @@ Scrapy-free; split from :mod:`focused.learning.online` (which re-exports both).
 
 from __future__ import annotations
 
+import functools
 import zlib
 from collections.abc import Sequence
 from typing import NamedTuple
@@ -15,11 +16,18 @@ from w3lib.url import safe_url_string
 __all__ = ["LinkPayload", "pack", "page_key", "target_group", "unpack", "unpack_bytes"]
 
 
+#: URLs whose :func:`page_key` is remembered (a page's links are keyed three times, and a site's
+#: navigation links come back on every page).
+PAGE_KEY_CACHE = 16_384
+
+
+@functools.lru_cache(maxsize=PAGE_KEY_CACHE)
 def page_key(url: str) -> str:
     """Key under which a page is matched: ``dir``, ``dir/`` and ``dir/index.html`` alike.
 
-    Cheap on purpose (it runs twice per link): lower-cased scheme and host,
-    no fragment, no default port, percent-encoded like Scrapy's requests.
+    Cheap on purpose (it runs three times per link, and is remembered for the
+    last :data:`PAGE_KEY_CACHE` URLs): lower-cased scheme and host, no
+    fragment, no default port, percent-encoded like Scrapy's requests.
     """
     if not url.isascii() or " " in url:
         url = safe_url_string(url)
