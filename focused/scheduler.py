@@ -268,6 +268,18 @@ class FocusedScheduler:
             return True
         return False
 
+    def merge_waiting(self, request: Request) -> bool:
+        """Merge ``request`` into its URL's waiting entry, as :meth:`enqueue_request` would, if the URL is
+        waiting; ``False`` (nothing done) if not, or if the store cannot tell cheaply."""
+        waiting = getattr(self.store, "waiting", None)
+        if waiting is None or request.dont_filter or self._store_error is not None:
+            return False
+        if not waiting(self._fingerprint(request).hex()):
+            return False
+        self.stats.inc_value("focused/frontier/merged_early")
+        self.enqueue_request(request)
+        return True
+
     def _log_duplicate(self, request: Request) -> None:
         self.stats.inc_value("dupefilter/filtered")
         if self.debug_duplicates:

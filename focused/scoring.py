@@ -7,7 +7,10 @@ from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
 from scrapy.http import Request, Response, TextResponse
+from scrapy.settings import BaseSettings
+from scrapy.utils.conf import build_component_list
 from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.misc import load_object
 from twisted.internet import task
 from twisted.internet.threads import deferToThread
 
@@ -35,6 +38,19 @@ THREAD_LINKS = 500
 SCHEDULE_CHUNK = 100
 #: The critic judges a longer visible text in a worker thread.
 THREAD_TEXT_CHARS = 200_000
+#: The spider middlewares that may sit between this one and the engine without keeping links to waiting URLs
+#: from merging into the frontier here: for such a link they change nothing the merge keeps (its priority
+#: and payload). Any other one there (or DEPTH_PRIORITY, DEPTH_STATS_VERBOSE) sends every link their way.
+MERGE_SAFE_MIDDLEWARES = frozenset(
+    {
+        "scrapy.spidermiddlewares.start.StartSpiderMiddleware",
+        "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware",
+        "focused.httperror.QuietHttpErrorMiddleware",
+        "scrapy.spidermiddlewares.referer.RefererMiddleware",
+        "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware",
+        "scrapy.spidermiddlewares.depth.DepthMiddleware",
+    }
+)
 
 
 class LinkScoringMiddleware:
@@ -49,6 +65,8 @@ class LinkScoringMiddleware:
         self.crawler = crawler
         self.stats = crawler.stats
         self.runtime = CrawlRuntime.of(crawler)
+        self.max_depth = crawler.settings.getint("DEPTH_LIMIT")
+        self.merge_here = merges_early(crawler.settings)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -70,26 +88,42 @@ class LinkScoringMiddleware:
         if not requests:
             return
         if len(requests) <= THREAD_LINKS:
-            for request in self._unsettled(self._score(response, item, requests, parsed)):
+            for request in self._for_the_engine(response, self._score(response, item, requests, parsed), merge=True):
                 yield request
             return
         # a page of thousands of links: scored off the reactor thread, scheduled a chunk per reactor turn
         from twisted.internet import reactor  # the one Scrapy installed (importing it earlier would install one)
 
         scored = await maybe_deferred_to_future(deferToThread(self._score, response, item, requests, parsed))
-        for i, request in enumerate(self._unsettled(scored)):
+        for i, request in enumerate(self._for_the_engine(response, scored, merge=False)):  # merges: chunked
             if i and i % SCHEDULE_CHUNK == 0:
                 await maybe_deferred_to_future(task.deferLater(reactor, 0, lambda: None))
             yield request
 
-    def _unsettled(self, requests: list[Request]) -> list[Request]:
-        """The scored requests the scheduler would not drop: links to pages fetched or being fetched
-        (their features went to the apprentice) stop here, before the engine and the other middlewares
-        (counted as the scheduler counts them, in ``dupefilter/filtered``)."""
+    def _for_the_engine(self, response: Response, requests: list[Request], merge: bool) -> list[Request]:
+        """The scored requests the engine must schedule. Links to pages fetched or being fetched (their
+        features went to the apprentice) stop here (counted as the scheduler counts them, in
+        ``dupefilter/filtered``); with ``merge``, links to URLs already waiting are merged into their
+        frontier entries here (priority and payload, as the scheduler would: a waiting URL passed the
+        middlewares between this one and the engine already, and the engine's path cost more than the
+        scoring itself, for two links in three of a crawl that has found most of its web)."""
         scheduler = getattr(self.crawler, SCHEDULER_ATTR, None)
         if scheduler is None:
             return requests
-        return [r for r in requests if not scheduler.settled(r)]
+        depth = int(response.meta.get("depth", 0)) + 1
+        merge = merge and self.merge_here and not (self.max_depth and depth > self.max_depth)
+        out: list[Request] = []
+        merged = 0
+        for request in requests:
+            if scheduler.settled(request):
+                continue
+            if merge and "depth_reset" not in request.meta and scheduler.merge_waiting(request):
+                merged += 1
+                continue
+            out.append(request)
+        if merged:  # as the depth middleware would have recorded them
+            self.stats.max_value("request_depth_max", depth)
+        return out
 
     def _score(
         self, response: Response, item: PageItem | None, requests: list[Request], parsed: ParsedPage | None
@@ -114,3 +148,16 @@ class LinkScoringMiddleware:
                 request.meta[PAYLOAD_META_KEY] = payload
         self.stats.inc_value("focused/links_scored", len(requests))
         return requests
+
+
+def merges_early(settings: BaseSettings) -> bool:
+    """Whether links to waiting URLs may merge into the frontier at this middleware: nothing between it and
+    the engine would change or drop them (see :data:`MERGE_SAFE_MIDDLEWARES`)."""
+    if settings.getfloat("DEPTH_PRIORITY") or settings.getbool("DEPTH_STATS_VERBOSE"):
+        return False
+    paths = []
+    for path in build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES")):
+        cls = load_object(path) if isinstance(path, str) else path
+        paths.append(f"{cls.__module__}.{cls.__qualname__}")
+    name = f"{LinkScoringMiddleware.__module__}.{LinkScoringMiddleware.__qualname__}"
+    return name in paths and set(paths[: paths.index(name)]) <= MERGE_SAFE_MIDDLEWARES  # lower orders: nearer

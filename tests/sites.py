@@ -149,3 +149,28 @@ def graph_crawl(
         max_pages=max_pages,
         settings={"FOCUSED_REPLAY_CONCURRENCY": 2, "LOG_LEVEL": "DEBUG", **settings},
     )
+
+
+class PassThroughSpiderMiddleware:
+    """Someone else's spider middleware that changes nothing (the link scoring middleware cannot know that)."""
+
+    async def process_spider_output(self, response: Any, result: Any) -> Any:
+        async for obj in result:
+            yield obj
+
+
+def shared_links_site(n: int = 5, seed: int = 3) -> ReplayStore:
+    """``/`` links to two sport hubs, a cooking one and n cooking pages; each hub links to the same n sport
+    pages and the n cooking pages, so that many links of a hub go to URLs already waiting."""
+    rng = random.Random(seed)
+    store = ReplayStore()
+    hubs = [("/hub/a.html", "games"), ("/hub/b.html", "more games"), ("/hub/c.html", "kitchen")]
+    leaves = [(f"/sport/{i}.html", f"match {i}") for i in range(n)]
+    leaves += [(f"/cook/{i}.html", f"dish {i}") for i in range(n)]
+    add(store, "/", page("Home", words(NEUTRAL, 40, rng), hubs + leaves[n:]), "misc")
+    for (href, _), vocab, label in zip(hubs, (SPORT, SPORT, COOKING), ("sport", "sport", "cooking"), strict=True):
+        add(store, href, page(href, words(vocab, 80, rng), leaves[:: 1 if label == "sport" else -1]), label)
+    for href, _ in leaves:
+        kind = "sport" if "/sport/" in href else "cooking"
+        add(store, href, page(href, words(SPORT if kind == "sport" else COOKING, 80, rng), [("/", "home")]), kind)
+    return store

@@ -68,6 +68,10 @@ class MemoryStore:
     def seen(self, key: str) -> bool:
         return key in self._seen
 
+    def waiting(self, key: str) -> bool:
+        """Whether ``key`` waits (a push of it would merge)."""
+        return key in self.heap
+
     def settled(self, key: str) -> bool:
         """Whether ``key`` is in flight or done (a push of it would be dropped)."""
         return key in self._seen and key not in self.heap

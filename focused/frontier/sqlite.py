@@ -275,6 +275,10 @@ class SQLiteStore:
     def seen(self, key: str) -> bool:
         return self.conn.execute("SELECT 1 FROM urls WHERE key = ?", (key,)).fetchone() is not None
 
+    def waiting(self, key: str) -> bool:
+        """Whether ``key`` waits (a push of it would merge)."""
+        return self.conn.execute("SELECT 1 FROM urls WHERE key = ? AND state = 0", (key,)).fetchone() is not None
+
     def settled(self, key: str) -> bool:
         """Whether ``key`` is in flight or done (a push of it would be dropped)."""
         return self.conn.execute("SELECT 1 FROM urls WHERE key = ? AND state > 0", (key,)).fetchone() is not None
