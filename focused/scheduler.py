@@ -73,6 +73,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 PAYLOAD_META_KEY = "focused_payload"
+#: The payload already encoded (:func:`~focused.frontier.payloads.encode_payloads`), kept as it is. Plain bytes,
+#: which the garbage collector does not track: a frontier of objects it tracks lengthens every full collection.
+PAYLOAD_BYTES_META_KEY = "focused_payload_bytes"
 
 #: A re-scoring function: given, for each waiting request, the payloads of its parents (a
 #: :class:`~focused.learning.linkbatch.LinkBatch` when all are link payloads), return each
@@ -196,7 +199,9 @@ class FocusedScheduler:
     @_unless_the_store_fails(False)
     def enqueue_request(self, request: Request) -> bool:
         payload = request.meta.pop(PAYLOAD_META_KEY, None)
-        blob = encode_payload(payload) if payload is not None else None
+        blob = request.meta.pop(PAYLOAD_BYTES_META_KEY, None)
+        if blob is None and payload is not None:
+            blob = encode_payload(payload)
         if request.dont_filter:
             n = int(self.store.get_meta("unfiltered", 0)) + 1
             self.store.set_meta("unfiltered", n)

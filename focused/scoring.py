@@ -19,7 +19,7 @@ from focused.items import PageItem
 from focused.learning.htmlpage import ParsedPage, parse_page
 from focused.priority import score_to_priority
 from focused.runtime import CrawlRuntime
-from focused.scheduler import PAYLOAD_META_KEY, SCHEDULER_ATTR
+from focused.scheduler import PAYLOAD_BYTES_META_KEY, SCHEDULER_ATTR
 from focused.strategies import FetchedPage
 
 if TYPE_CHECKING:
@@ -144,8 +144,8 @@ class LinkScoringMiddleware:
             request.meta[SCORE_META_KEY] = round(float(score), 6)
         if scored.payloads is not None:
             # moved out of the meta by the scheduler, into the frontier entry (encoded here, a page at once)
-            for request, payload in zip(requests, encode_payloads(scored.payloads), strict=True):
-                request.meta[PAYLOAD_META_KEY] = payload
+            for request, blob in zip(requests, encode_payloads(scored.payloads), strict=True):
+                request.meta[PAYLOAD_BYTES_META_KEY] = blob
         self.stats.inc_value("focused/links_scored", len(requests))
         return requests
 

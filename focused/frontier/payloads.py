@@ -26,8 +26,6 @@ def encode_payload(payload: Any) -> bytes:
     consecutive ids, half the bytes of :meth:`LinkPayload.to_bytes` (a waiting URL's largest part),
     when every gap fits; otherwise as ``to_bytes``.
     """
-    if isinstance(payload, EncodedPayload):
-        return payload
     if isinstance(payload, LinkPayload):
         return _compact(payload) or _LINK + payload.to_bytes()
     if isinstance(payload, bytes | bytearray):
@@ -35,14 +33,8 @@ def encode_payload(payload: Any) -> bytes:
     return _JSON + json.dumps(payload, separators=(",", ":")).encode()
 
 
-class EncodedPayload(bytes):
-    """A payload :func:`encode_payloads` encoded already: :func:`encode_payload` keeps it as it is."""
-
-    __slots__ = ()
-
-
 def encode_payloads(payloads: Sequence[Any]) -> list[bytes]:
-    """:func:`encode_payload` of each payload, as :class:`EncodedPayload`; the link payloads of a page
+    """:func:`encode_payload` of each payload; the link payloads of a page
     together (the same bytes: their gaps, views and headers in a few array operations, then a slice
     of each per link, instead of half a dozen array operations per link)."""
     out: list[bytes] = [b""] * len(payloads)
@@ -51,7 +43,7 @@ def encode_payloads(payloads: Sequence[Any]) -> list[bytes]:
     if len(ks) > 1:  # mixed side views: one by one
         links = []
     for i in sorted(set(range(len(payloads))).difference(links)):
-        out[i] = EncodedPayload(encode_payload(payloads[i]))
+        out[i] = encode_payload(payloads[i])
     if not links:
         return out
     k = ks.pop()
@@ -72,10 +64,10 @@ def encode_payloads(payloads: Sequence[Any]) -> list[bytes]:
     kind = bytes((k,))
     for j, (i, a, n) in enumerate(zip(links, starts.tolist(), lengths.tolist(), strict=True)):
         if wide[j]:
-            out[i] = EncodedPayload(_LINK + payloads[i].to_bytes())
+            out[i] = _LINK + payloads[i].to_bytes()
         else:
             head = _DELTAS + n.to_bytes(4, "little") + kind
-            out[i] = EncodedPayload(head + side[4 * k * j : 4 * k * (j + 1)] + body[2 * a : 2 * (a + n)])
+            out[i] = head + side[4 * k * j : 4 * k * (j + 1)] + body[2 * a : 2 * (a + n)]
     return out
 
 
