@@ -178,6 +178,10 @@ FOCUSED_MAX_LINKS_PER_PAGE = 3000
 #: process does the I/O (focused.analysis); 0 reads them in the crawl process; ``auto``: 1 when the
 #: process may use two or more cores (started after the crawl's first 100 pages), else 0.
 FOCUSED_ANALYSIS_WORKERS = "auto"
+#: Allocations between collections of Python's youngest generation (its default is 700); when the engine
+#: starts, the objects of the start-up are frozen out of the collector's walks (focused.gctuning). 0 leaves
+#: the collector as Python sets it.
+FOCUSED_GC_THRESHOLD = 10000
 #: Downloaded pages that may wait to be scored (their links not yet in the frontier) while the scheduler
 #: still hands out requests; past it, no new download starts until one is through. It bounds how far the
 #: fetch order lags best-first. 0: strict best-first (no download starts while any page awaits scoring;

@@ -63,6 +63,7 @@ EXTENSIONS = {
     "focused.choices.ChoiceLog": 530,
     "focused.reactorlag.ReactorLag": 540,
     "focused.intelligent_feedback.IntelligentFeedback": 550,
+    "focused.gctuning.GarbageCollection": 560,
 }
 
 # Spider output is processed by CONCURRENT_ITEMS asyncio workers created per
