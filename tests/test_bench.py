@@ -37,6 +37,18 @@ def test_strategy_variants():
         split_strategy("apprentice:turbo")
 
 
+def test_penalty_variant_sets_the_offset_penalty():
+    base, settings = split_strategy("apprentice:offset+grouped+lambda30")
+    assert base == "apprentice"
+    assert settings["FOCUSED_APPRENTICE_OFFSET"] is True
+    assert settings["FOCUSED_APPRENTICE_GROUPED_FOLDS"] is True
+    assert settings["FOCUSED_APPRENTICE_OFFSET_PENALTY"] == 30.0
+    assert split_strategy("apprentice:offset+lambda2.5")[1]["FOCUSED_APPRENTICE_OFFSET_PENALTY"] == 2.5
+    for bad in ("apprentice:lambda", "apprentice:lambdax", "apprentice:lambda-3"):
+        with pytest.raises(ValueError, match="unknown strategy variant"):
+            split_strategy(bad)
+
+
 def run(group, topic, strategy, h100, repeat=0):
     ks = (100, 250)
     return Run(

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import logging
 import platform
+import re
 import time
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import ExitStack
@@ -82,6 +83,20 @@ VARIANTS: dict[str, dict[str, Any]] = {
 }
 
 
+#: ``lambdaN`` (a parametrised variant): the offset's penalty λ = N (``apprentice:offset+lambda30``).
+PENALTY_VARIANT = re.compile(r"lambda(\d+(?:\.\d+)?)")
+
+
+def variant_settings(variant: str) -> dict[str, Any] | None:
+    """The settings of one bench variant (``VARIANTS`` or ``lambdaN``), ``None`` if it is none."""
+    if variant in VARIANTS:
+        return VARIANTS[variant]
+    match = PENALTY_VARIANT.fullmatch(variant)
+    if match:
+        return {"FOCUSED_APPRENTICE_OFFSET_PENALTY": float(match.group(1))}
+    return None
+
+
 def needs_offline_model(strategy: str) -> bool:
     """Strategies that start from an apprentice trained on earlier baseline crawls."""
     base, _, variants = strategy.partition(":")
@@ -91,21 +106,24 @@ def needs_offline_model(strategy: str) -> bool:
 def split_strategy(name: str) -> tuple[str, dict[str, Any]]:
     """``"baseline:first"`` -> ``("baseline", {"FOCUSED_PARENT_AGGREGATION": "first"})``.
 
-    Several variants combine with ``+``: ``apprentice:warm+classes``. A name
+    Several variants combine with ``+``: ``apprentice:warm+classes``;
+    ``lambdaN`` sets the offset's penalty (``apprentice:offset+lambda30``). A name
     whose part after ``:`` is no bench variant and whose base is not one of the
     bench's own strategies (e.g. another family's ``NAME:ARG``) goes to the
     crawl whole, which validates it.
     """
     strategy, _, variants = name.partition(":")
     parts = [v for v in variants.split("+") if v]
-    unknown = [v for v in parts if v not in VARIANTS]
+    found = [variant_settings(v) for v in parts]
+    unknown = [v for v, s in zip(parts, found, strict=True) if s is None]
     if unknown:
         if strategy in VARIANT_BASES:
-            raise ValueError(f"unknown strategy variant {unknown[0]!r} in {name!r}; valid: {', '.join(VARIANTS)}")
+            valid = ", ".join([*VARIANTS, "lambdaN"])
+            raise ValueError(f"unknown strategy variant {unknown[0]!r} in {name!r}; valid: {valid}")
         return name, {}
     settings: dict[str, Any] = {}
-    for variant in parts:
-        settings.update(VARIANTS[variant])
+    for s in found:
+        settings.update(s or {})
     return strategy, settings
 
 

@@ -115,7 +115,7 @@ def check_strategies(names: tuple[str, ...]) -> None:
         if name not in STRATEGIES and name.partition(":")[0] not in STRATEGIES:
             raise ValueError(
                 f"unknown strategy {name!r}; valid: {', '.join(STRATEGIES)}, each optionally with "
-                f":VARIANT[+VARIANT] ({', '.join(VARIANTS)})"
+                f":VARIANT[+VARIANT] ({', '.join(VARIANTS)}, lambdaN)"
             )
 
 
