@@ -106,7 +106,7 @@ class LinkScoringMiddleware:
         ``dupefilter/filtered``); with ``merge``, links to URLs already waiting are merged into their
         frontier entries here (priority and payload, as the scheduler would: a waiting URL passed the
         middlewares between this one and the engine already, and the engine's path cost more than the
-        scoring itself, for two links in three of a crawl that has found most of its web)."""
+        scoring itself, for a quarter of all links of a crawl that has found most of its web)."""
         scheduler = getattr(self.crawler, SCHEDULER_ATTR, None)
         if scheduler is None:
             return requests
