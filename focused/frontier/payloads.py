@@ -40,12 +40,11 @@ def encode_payloads(payloads: Sequence[Any]) -> list[bytes]:
     out: list[bytes] = [b""] * len(payloads)
     links = [i for i, p in enumerate(payloads) if isinstance(p, LinkPayload)]
     ks = {0 if payloads[i].side is None else len(payloads[i].side) for i in links}
-    if len(ks) > 1:  # mixed side views: one by one
-        links = []
-    for i in sorted(set(range(len(payloads))).difference(links)):
-        out[i] = encode_payload(payloads[i])
-    if not links:
-        return out
+    if len(ks) != 1:  # no link payloads, or mixed side views: one by one
+        return [encode_payload(p) for p in payloads]
+    for i, payload in enumerate(payloads):
+        if not isinstance(payload, LinkPayload):
+            out[i] = encode_payload(payload)
     k = ks.pop()
     rows = [np.asarray(payloads[i].ids, dtype=np.int32) for i in links]
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
@@ -63,8 +62,8 @@ def encode_payloads(payloads: Sequence[Any]) -> list[bytes]:
     side = np.stack([payloads[i].side for i in links]).astype("<f4").tobytes() if k else b""
     kind = bytes((k,))
     for j, (i, a, n) in enumerate(zip(links, starts.tolist(), lengths.tolist(), strict=True)):
-        if wide[j]:
-            out[i] = _LINK + payloads[i].to_bytes()
+        if wide[j]:  # a gap too wide for 2 bytes (or unsorted ids): the plain kind
+            out[i] = encode_payload(payloads[i])
         else:
             head = _DELTAS + n.to_bytes(4, "little") + kind
             out[i] = head + side[4 * k * j : 4 * k * (j + 1)] + body[2 * a : 2 * (a + n)]
@@ -109,13 +108,9 @@ def decode_payloads(blobs: Sequence[bytes]) -> list[Any]:
         gaps.append(blob[start:])
     if not where:
         return out
-    ids = np.cumsum(np.frombuffer(b"".join(gaps), dtype="<u2"), dtype=np.int64)
+    ids32 = _ids_from_gaps(b"".join(gaps), np.asarray(counts, dtype=np.int64))
     ends = np.cumsum(counts)
     starts = ends - np.asarray(counts)
-    # each payload's first gap counts from 0: subtract the running total before it
-    before = np.where(starts > 0, ids[np.maximum(starts - 1, 0)] if ids.size else 0, 0)
-    ids -= np.repeat(before, counts)
-    ids32 = ids.astype(np.int32)
     for i, a, b, side in zip(where, starts.tolist(), ends.tolist(), sides, strict=True):
         out[i] = LinkPayload(ids32[a:b], side)
     return out
@@ -162,14 +157,7 @@ def decode_link_batch(blobs_per_entry: Sequence[Sequence[bytes]]) -> LinkBatch |
     if where.size:
         parts = [blobs[i] for i in where.tolist()]
         n = counts[where]
-        gaps = np.frombuffer(b"".join([blob[6 + 4 * k :] for blob in parts]), dtype="<u2")
-        run = np.cumsum(gaps, dtype=np.int64)
-        own_end = np.cumsum(n)
-        own_start = own_end - n
-        # each payload's first gap counts from 0: subtract the running total before it
-        before = np.where(own_start > 0, run[np.maximum(own_start - 1, 0)] if run.size else 0, 0)
-        run -= np.repeat(before, n)
-        ids[_positions(starts[where], n)] = run
+        ids[_positions(starts[where], n)] = _ids_from_gaps(b"".join([blob[6 + 4 * k :] for blob in parts]), n)
         if side is not None:
             side[where] = np.frombuffer(b"".join([blob[6 : 6 + 4 * k] for blob in parts]), dtype="<f4").reshape(-1, k)
     if plain.size:
@@ -181,6 +169,16 @@ def decode_link_batch(blobs_per_entry: Sequence[Sequence[bytes]]) -> LinkBatch |
             views = [blob[6 + 4 * m :] for blob, m in zip(parts, n.tolist(), strict=True)]
             side[plain] = np.frombuffer(b"".join(views), dtype="<f4").reshape(-1, k)
     return LinkBatch(sizes, counts, ids, side)
+
+
+def _ids_from_gaps(gaps: bytes, counts: np.ndarray) -> np.ndarray:
+    """The int32 ids of consecutive compact payloads from their 2-byte gaps joined (``counts[i]`` each): one
+    ``cumsum`` over all, restarted at each payload (its first gap counts from 0)."""
+    ids = np.cumsum(np.frombuffer(gaps, dtype="<u2"), dtype=np.int64)
+    starts = np.cumsum(counts) - counts
+    before = np.where(starts > 0, ids[np.maximum(starts - 1, 0)] if ids.size else 0, 0)
+    ids -= np.repeat(before, counts)
+    return ids.astype(np.int32)
 
 
 def _positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
