@@ -261,29 +261,23 @@ class FocusedScheduler:
         self.stats.inc_value("focused/frontier/dropped", dropped)
         return len(self.store)
 
-    def settled(self, request: Request) -> bool:
-        """Whether ``request`` would be dropped as fetched or being fetched (False if the store cannot tell)."""
-        if request.dont_filter or self._store_error is not None:
-            return False
-        settled = getattr(self.store, "settled", None)  # the Redis store cannot tell cheaply
-        if settled is None:
-            return False
-        if settled(self._fingerprint(request).hex()):
+    def take_early(self, request: Request, merge: bool) -> str | None:
+        """What became of ``request`` before the engine: ``"settled"``, dropped as fetched or being fetched
+        (counted in ``dupefilter/filtered``); with ``merge``, ``"merged"`` into its URL's waiting entry as
+        :meth:`enqueue_request` would (``focused/frontier/merged_early``); ``None`` (nothing done) if neither,
+        or if the store cannot tell cheaply (the Redis store)."""
+        settled = getattr(self.store, "settled", None)
+        if settled is None or request.dont_filter or self._store_error is not None:
+            return None
+        key = self._fingerprint(request).hex()
+        if settled(key):
             self._log_duplicate(request)
-            return True
-        return False
-
-    def merge_waiting(self, request: Request) -> bool:
-        """Merge ``request`` into its URL's waiting entry, as :meth:`enqueue_request` would, if the URL is
-        waiting; ``False`` (nothing done) if not, or if the store cannot tell cheaply."""
-        waiting = getattr(self.store, "waiting", None)
-        if waiting is None or request.dont_filter or self._store_error is not None:
-            return False
-        if not waiting(self._fingerprint(request).hex()):
-            return False
-        self.stats.inc_value("focused/frontier/merged_early")
-        self.enqueue_request(request)
-        return True
+            return "settled"
+        if merge and self.store.waiting(key):  # type: ignore[attr-defined]  # the stores with settled have it
+            self.stats.inc_value("focused/frontier/merged_early")
+            self.enqueue_request(request)
+            return "merged"
+        return None
 
     def _log_duplicate(self, request: Request) -> None:
         self.stats.inc_value("dupefilter/filtered")

@@ -113,14 +113,12 @@ class LinkScoringMiddleware:
         depth = int(response.meta.get("depth", 0)) + 1
         merge = merge and self.merge_here and not (self.max_depth and depth > self.max_depth)
         out: list[Request] = []
-        merged = 0
+        merged = False
         for request in requests:
-            if scheduler.settled(request):
-                continue
-            if merge and "depth_reset" not in request.meta and scheduler.merge_waiting(request):
-                merged += 1
-                continue
-            out.append(request)
+            taken = scheduler.take_early(request, merge and "depth_reset" not in request.meta)
+            if taken is None:
+                out.append(request)
+            merged = merged or taken == "merged"
         if merged:  # as the depth middleware would have recorded them
             self.stats.max_value("request_depth_max", depth)
         return out
