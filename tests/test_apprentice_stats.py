@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import numpy as np
 
-from focused.learning.apprentice_stats import add_counts, unique_ids
+from focused.learning.apprentice_stats import add_counts, feature_ranks
 
 
-def test_unique_ids_equal_numpy_unique() -> None:
+def test_feature_ranks_give_numpy_unique() -> None:
     rng = np.random.default_rng(0)
     for size, n_features in ((0, 16), (1, 16), (5_000, 2**20), (50_000, 1024)):
         ids = (rng.zipf(1.3, size) % n_features).astype(np.int32)
-        uniq, inverse = unique_ids(ids, n_features)
+        uniq, rank = feature_ranks(ids, n_features)
+        inverse = rank[ids]
         want_uniq, want_inverse = np.unique(ids, return_inverse=True)
         assert np.array_equal(uniq, want_uniq) and np.array_equal(inverse, want_inverse)
         assert np.array_equal(uniq[inverse], ids)

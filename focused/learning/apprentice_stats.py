@@ -47,13 +47,14 @@ def segments(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return offsets + np.arange(total), lengths
 
 
-def unique_ids(ids: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(ids, return_inverse=True)`` for ids in ``[0, n_features)``, by counting instead of
-    sorting: linear in the occurrences and the id space (a sort of millions of ids was most of a retrain)."""
-    present = np.bincount(ids, minlength=n_features) > 0
-    uniq = np.flatnonzero(present)
-    rank = np.cumsum(present) - 1
-    return uniq, rank[ids]
+def feature_ranks(ids: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ids in ``[0, n_features)`` (ascending) and, over the id space, each id's position among
+    them: ``uniq, rank[ids]`` is ``np.unique(ids, return_inverse=True)``, by marking instead of sorting
+    (linear in the occurrences and the id space; a sort of millions of ids was most of a retrain), and
+    ``rank`` serves any subset of ``ids`` as well (each calibration fold)."""
+    present = np.zeros(n_features, dtype=bool)
+    present[ids] = True
+    return np.flatnonzero(present), np.cumsum(present, dtype=np.int32) - 1  # ids are below 2^31
 
 
 def add_counts(counts: np.ndarray, ids: np.ndarray, high: np.ndarray, sign: int) -> None:
@@ -198,10 +199,7 @@ def stacked_sigmoid(
     # The features of the sample, ranked once (not a pass over the whole id space per fold): each fold's
     # held-out counts are the sample features' counts minus the fold's own occurrences.
     pos, _ = segments(indptr, sample)
-    present = np.zeros(counts.shape[1], dtype=bool)
-    present[ids[pos]] = True
-    uniq = np.flatnonzero(present)
-    rank = np.cumsum(present, dtype=np.int32) - 1  # ids are below 2^31
+    uniq, rank = feature_ranks(ids[pos], counts.shape[1])
     c_all = counts[:, uniq]
     was_known = c_all[0] + c_all[1] > 0
     a = alpha
