@@ -22,6 +22,7 @@ from collections import defaultdict
 import numpy as np
 
 from focused.learning.text import tokenize
+from focused.learning.wordtable import page_tokens
 
 _DIGITS = re.compile(r"\d+")
 _MONTHS = "january february march april may june july august september october november december"
@@ -43,11 +44,6 @@ def _mix64(x: np.ndarray) -> np.ndarray:
     return x ^ (x >> np.uint64(31))
 
 
-#: Words whose hash :func:`_word_hashes` remembers (started afresh when full): a site's pages share most words.
-MAX_CACHED_WORDS = 200_000
-_cached: dict[str, int] = {}
-
-
 def _word_hash(word: str) -> int:
     """CRC-32 (stable across processes) of the word as the fingerprint reads it: dates and digits as ``0``."""
     if word in _DATE_WORDS:
@@ -58,19 +54,12 @@ def _word_hash(word: str) -> int:
 
 
 def _word_hashes(words: list[str]) -> np.ndarray:
-    """:func:`_word_hash` of each word, from a cache of the words seen (a dict look-up instead of a
-    normalisation and a CRC per word; the same values)."""
-    cache = _cached
-    known = cache.get
-    out = []
-    for word in words:
-        h = known(word)
-        if h is None:
-            if len(cache) >= MAX_CACHED_WORDS:
-                cache.clear()
-            h = cache[word] = _word_hash(word)
-        out.append(h)
-    return np.array(out, dtype=np.uint64)
+    """:func:`_word_hash` of each word."""
+    return np.fromiter(map(_word_hash, words), dtype=np.uint64, count=len(words))
+
+
+#: The word table's column of :func:`_word_hash` (each word hashed once per process, when first met).
+_HASH_COLUMN = (("simhash", 1), _word_hashes, np.uint64)
 
 
 def _bigram_hashes(word_hashes: np.ndarray) -> np.ndarray:
@@ -87,9 +76,11 @@ def _bigram_hashes(word_hashes: np.ndarray) -> np.ndarray:
 
 def simhash(text: str) -> int | None:
     """The page's 64-bit SimHash, or ``None`` for a page with too little text."""
-    words = tokenize(text)[:MAX_WORDS]  # the critic's tokens, computed once for both
+    # the critic's tokens, numbered once for both (focused.learning.wordtable)
+    got = page_tokens(text, (_HASH_COLUMN,))
+    word_hashes = got[0][:MAX_WORDS] if got is not None else _word_hashes(tokenize(text)[:MAX_WORDS])
     # A set, not counts: one frequent bigram ("0 0" of a phone list) would otherwise decide every bit.
-    hashes = _bigram_hashes(_word_hashes(words)) if len(words) > 1 else np.zeros(0, dtype=np.uint64)
+    hashes = _bigram_hashes(word_hashes) if len(word_hashes) > 1 else np.zeros(0, dtype=np.uint64)
     if len(hashes) < MIN_SHINGLES:
         return None
     bits = np.unpackbits(hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")

@@ -337,6 +337,32 @@ def test_page_link_ids_equal_the_hashed_feature_strings(d_max: int) -> None:
     assert np.array_equal(small.rows(words)[:, d_max], FeatureIds(2**20).ids(f"{w}@0" for w in words))
 
 
+def test_link_ids_cross_to_the_crawl_process_as_two_arrays() -> None:
+    import pickle
+
+    from focused.learning.htmlpage import parse_page
+    from focused.learning.linkids import RaggedIds, page_link_ids
+
+    for url, html in _pages_for_ids():
+        urls, ids, _ = page_link_ids(parse_page(html), url, 3, 2**20)
+        if not urls:
+            continue
+        assert isinstance(ids, RaggedIds) and len(ids) == len(urls)
+        rows = list(ids)
+        assert [ids[i].tolist() for i in range(len(ids))] == [r.tolist() for r in rows]
+        assert [r.tolist() for r in ids[1:]] == [r.tolist() for r in rows[1:]]
+        assert ids[-1].tolist() == rows[-1].tolist()
+        with pytest.raises(IndexError):
+            ids[len(ids)]
+        back = pickle.loads(pickle.dumps(ids, protocol=pickle.HIGHEST_PROTOCOL))
+        assert [r.tolist() for r in back] == [r.tolist() for r in rows]
+    ragged = RaggedIds(np.arange(5, dtype=np.int32), np.array([0, 2, 2, 5]))
+    assert [r.tolist() for r in ragged] == [[0, 1], [], [2, 3, 4]]
+    many = RaggedIds(np.zeros(100, dtype=np.int32), np.arange(101))
+    flat_size = len(pickle.dumps((many.flat, many.bounds), protocol=pickle.HIGHEST_PROTOCOL))
+    assert len(pickle.dumps(many, protocol=pickle.HIGHEST_PROTOCOL)) < flat_size + 100  # two arrays, not 100
+
+
 def test_offset_table_gives_the_same_ids_from_many_threads() -> None:
     import sys
     import threading

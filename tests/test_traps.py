@@ -166,12 +166,13 @@ def test_depth_and_path_limits_alone_bound_the_growing_path(probe: dict) -> None
     assert case["stats"]["too_deep"] > 0
 
 
-def test_fingerprints_from_the_word_hash_cache_equal_those_computed_afresh(monkeypatch):
+def test_fingerprints_from_the_word_table_equal_those_computed_afresh(monkeypatch):
     import zlib
 
     import numpy as np
 
     from focused import simhash as sh
+    from focused.learning import wordtable
 
     text = "Monday 12 March: the 3rd page of 2007 lists 45 courses " * 3 + "physics atoms quarks Tuesday x1y2"
     words = sh.tokenize(text)
@@ -182,9 +183,16 @@ def test_fingerprints_from_the_word_hash_cache_equal_those_computed_afresh(monke
         ],
         dtype=np.uint64,
     )
-    monkeypatch.setattr(sh, "MAX_CACHED_WORDS", 3)  # cleared again and again on the way
-    sh._cached.clear()
     assert np.array_equal(sh._word_hashes(words), fresh)
-    assert np.array_equal(sh._word_hashes(words), fresh)  # now (partly) from the cache
+    bigrams = sh._bigram_hashes(fresh)
+    expected = int(sum(1 << i for i in range(64) if 2 * sum(int(h) >> i & 1 for h in bigrams) > len(bigrams)))
+    assert sh.simhash(text) == expected
+    # a table far too small for the page's words: the fingerprint comes from the plain path, the same
+    monkeypatch.setattr(wordtable, "_table", wordtable.WordTable(max_words=5))
+    assert sh.simhash(text) == expected
+    # a table cleared again and again on the way (each text fits, the two together do not)
+    monkeypatch.setattr(wordtable, "_table", wordtable.WordTable(max_words=len(set(text.lower().split())) + 5))
+    for _ in range(3):
+        assert sh.simhash(text) == expected
+        assert sh.simhash("completely other words here for a change of the table " * 2) is not None
     assert sh._word_hash("march") == sh._word_hash("0") == sh._word_hash("2007")
-    assert sh.simhash(text) == sh.simhash(text) is not None

@@ -13,10 +13,12 @@ Scrapy-free.
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from typing import overload
 
 import numpy as np
 
@@ -99,13 +101,13 @@ def offset_table(n_features: int, d_max: int) -> OffsetTable:
 
 def page_link_ids(
     parsed: ParsedPage, base_url: str, d_max: int, n_features: int
-) -> tuple[list[str], list[np.ndarray], list[str]]:
+) -> tuple[list[str], Sequence[np.ndarray], list[str]]:
     """The page's distinct http(s) link targets (first-occurrence order), the ⟨t, d⟩ ids of each
     (int32, unsorted, one per token occurrence, every occurrence of the target) and its anchor
     texts, as :class:`~focused.learning.linkfeatures.PageLinks` has them."""
     key = (base_url, d_max, n_features)
     if parsed.link_ids is not None and parsed.link_ids[0] == key:  # computed by the page-analysis worker
-        result: tuple[list[str], list[np.ndarray], list[str]] = parsed.link_ids[1]
+        result: tuple[list[str], Sequence[np.ndarray], list[str]] = parsed.link_ids[1]
         return result
     leaves = parsed.leaves
     index: dict[str, int] = {}
@@ -141,7 +143,7 @@ def _window_ids(
     n_targets: int,
     d_max: int,
     n_features: int,
-) -> list[np.ndarray]:
+) -> RaggedIds:
     """The ids of the tokens within ``d_max`` leaves of every occurrence, grouped by target, in numpy:
     a Python step per leaf (its tokens), none per (link, leaf, token)."""
     # every (occurrence, leaf m) pair of the windows, with the offset d of m
@@ -178,8 +180,40 @@ def _window_ids(
     keys = target[valid] * n_features + ids[valid]
     keys.sort()
     bounds = np.searchsorted(keys, np.arange(n_targets + 1, dtype=np.int64) * n_features)
-    ids = (keys % n_features).astype(np.int32)
-    return [ids[bounds[k] : bounds[k + 1]] for k in range(n_targets)]
+    return RaggedIds((keys % n_features).astype(np.int32), bounds)
+
+
+class RaggedIds(Sequence[np.ndarray]):
+    """One array of ids per target, held as one flat array and its bounds: a page's ids cross from the
+    page-analysis worker to the crawl process as two arrays, not one pickled array per link."""
+
+    __slots__ = ("bounds", "flat")
+
+    def __init__(self, flat: np.ndarray, bounds: np.ndarray) -> None:
+        self.flat, self.bounds = flat, bounds
+
+    def __len__(self) -> int:
+        return len(self.bounds) - 1
+
+    @overload
+    def __getitem__(self, i: int) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[np.ndarray]: ...
+    def __getitem__(self, i: int | slice) -> np.ndarray | list[np.ndarray]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"target {i} of {n}")
+        i %= n
+        return self.flat[self.bounds[i] : self.bounds[i + 1]]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        flat, bounds = self.flat, self.bounds.tolist()
+        return (flat[a:b] for a, b in itertools.pairwise(bounds))
+
+    def __reduce__(self) -> tuple[type[RaggedIds], tuple[np.ndarray, np.ndarray]]:
+        return RaggedIds, (self.flat, self.bounds)
 
 
 def parse_for_links(html: str | bytes, base_url: str, encoding: str | None = None) -> ParsedPage:

@@ -33,10 +33,10 @@ import numpy as np
 import scipy.sparse as sp
 
 from focused.learning.calibration import HOLDOUT_FRACTION, fit_length_scale, stratified_split
-from focused.learning.hashing import feature_ids
 from focused.learning.modelfile import ModelFileError, read_model, save_model
 from focused.learning.text import tokenize
 from focused.learning.topics import Topic, UnknownTopicError, Verdict, resolve_topic, topics_of
+from focused.learning.wordtable import hashed_counts as _hash_texts
 
 __all__ = ["DEFAULT_ALPHA", "FORMAT_VERSION", "REBUILD_HINT", "Critic", "ModelError", "read_critic_file"]
 
@@ -379,12 +379,6 @@ def read_critic_file(
 
 
 # ---------------------------------------------------------------------- helpers
-
-
-def _hash_texts(texts: Sequence[str], n_features: int) -> sp.csr_matrix:
-    """Hashed token counts (float64 CSR): ``HashingVectorizer(tokenizer=tokenize, norm=None,
-    alternate_sign=False, lowercase=False)``'s matrix, computed by :mod:`focused.learning.hashing`."""
-    return feature_ids(n_features).counts([tokenize(text) for text in texts])
 
 
 def _counts(X: sp.csr_matrix, y: np.ndarray, n_classes: int) -> tuple[np.ndarray, sp.csr_matrix]:

@@ -1,0 +1,86 @@
+"""The word table: the critic's tokens and their per-word values, numbered once per process."""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+from focused.learning import wordtable
+from focused.learning.hashing import FeatureIds
+from focused.learning.naive_bayes import _hash_texts
+from focused.learning.text import tokenize
+from focused.learning.wordtable import WordTable
+
+TEXTS = [
+    "CS 415: Operating Systems, Fall 1996 (e-mail CS415-TAs)",
+    "snake_case words_split at_underscores, a b c 1 22 333 x1",
+    "Physik und Mathematik — Ångström, naïve 中文 ΣΥΣΤΗΜΑ",
+    "",
+    "the the the The THE tHe",
+]
+
+WORDS = (lambda words: [f"<{w}>" for w in words], object)  # a column that spells each word back
+
+
+def _column(n: int) -> tuple[str, object, object]:
+    return ("len", lambda words: [len(w) * n for w in words], np.int64)
+
+
+def test_tokens_are_tokenizes_and_columns_hold_each_words_value() -> None:
+    table = WordTable()
+    for text in TEXTS * 2:  # the second round from the numbers already given
+        (spelled, lengths) = table.tokens(text, [("spell", *WORDS), _column(1)])
+        assert list(spelled) == [f"<{w}>" for w in tokenize(text)]
+        assert lengths.tolist() == [len(w) for w in tokenize(text)]
+
+
+def test_a_full_table_starts_afresh_and_a_text_too_large_for_it_gets_none() -> None:
+    table = WordTable(max_words=8)
+    first = "alpha beta gamma delta epsilon"
+    (lengths,) = table.tokens(first, [_column(2)])
+    assert lengths.tolist() == [10, 8, 10, 10, 14] and len(table) == 5
+    (lengths,) = table.tokens("zeta eta theta iota", [_column(2)])  # 5 + 4 > 8: cleared first
+    assert lengths.tolist() == [8, 6, 10, 8] and len(table) == 4
+    (lengths,) = table.tokens(first, [_column(2)])  # renumbered, values computed again, the same
+    assert lengths.tolist() == [10, 8, 10, 10, 14] and len(table) == 5
+    assert table.tokens(" ".join(f"w{i}x" for i in range(9)), [_column(2)]) is None
+    (lengths,) = table.tokens("zeta eta", [_column(2)])
+    assert lengths.tolist() == [8, 6]
+
+
+@pytest.mark.parametrize("max_words", [wordtable.MAX_WORDS, 6])
+def test_critic_counts_equal_the_tally_of_tokenize(monkeypatch: pytest.MonkeyPatch, max_words: int) -> None:
+    monkeypatch.setattr(wordtable, "_table", WordTable(max_words=max_words))
+    ids = FeatureIds(2**18)
+    rng = np.random.default_rng(3)
+    vocab = [w for text in TEXTS for w in text.split()] + [f"w{i}" for i in range(40)]
+    texts = TEXTS + [" ".join(rng.choice(vocab, int(rng.integers(0, 60)))) for _ in range(30)]
+    expected = ids.counts([tokenize(text) for text in texts])
+    for batch in (texts, texts[:1], texts[3:4], []):
+        got = _hash_texts(batch, 2**18)
+        want = ids.counts([tokenize(text) for text in batch])
+        assert got.shape == want.shape and (got != want).nnz == 0
+        assert np.array_equal(got.indptr, want.indptr) and np.array_equal(got.indices, want.indices)
+    assert (_hash_texts(texts, 2**18) != expected).nnz == 0
+
+
+def test_threads_reading_pages_at_once_get_each_their_own_tokens() -> None:
+    table = WordTable(max_words=50)  # small: the threads clear it under each other
+    texts = [" ".join(f"t{k}w{i}" for i in range(k, k + 20)) for k in range(12)]
+    errors: list[str] = []
+
+    def read(text: str) -> None:
+        for _ in range(200):
+            (spelled,) = table.tokens(text, [("spell", *WORDS)])
+            if list(spelled) != [f"<{w}>" for w in tokenize(text)]:
+                errors.append(text)
+                return
+
+    threads = [threading.Thread(target=read, args=(text,)) for text in texts]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
