@@ -37,17 +37,28 @@ def test_tokens_are_tokenizes_and_columns_hold_each_words_value() -> None:
 
 
 def test_a_full_table_starts_afresh_and_a_text_too_large_for_it_gets_none() -> None:
-    table = WordTable(max_words=8)
+    table = WordTable(max_words=9)  # the mark between texts takes one number
     first = "alpha beta gamma delta epsilon"
     (lengths,) = table.tokens(first, [_column(2)])
-    assert lengths.tolist() == [10, 8, 10, 10, 14] and len(table) == 5
-    (lengths,) = table.tokens("zeta eta theta iota", [_column(2)])  # 5 + 4 > 8: cleared first
-    assert lengths.tolist() == [8, 6, 10, 8] and len(table) == 4
+    assert lengths.tolist() == [10, 8, 10, 10, 14] and len(table) == 6
+    (lengths,) = table.tokens("zeta eta theta iota", [_column(2)])  # 6 + 4 > 9: cleared first
+    assert lengths.tolist() == [8, 6, 10, 8] and len(table) == 5
     (lengths,) = table.tokens(first, [_column(2)])  # renumbered, values computed again, the same
-    assert lengths.tolist() == [10, 8, 10, 10, 14] and len(table) == 5
-    assert table.tokens(" ".join(f"w{i}x" for i in range(9)), [_column(2)]) is None
+    assert lengths.tolist() == [10, 8, 10, 10, 14] and len(table) == 6
+    assert table.tokens(" ".join(f"w{i}x" for i in range(10)), [_column(2)]) is None
+    assert table.tokens_of_many(["a", " ".join(f"w{i}x" for i in range(10))], [_column(2)]) is None
     (lengths,) = table.tokens("zeta eta", [_column(2)])
     assert lengths.tolist() == [8, 6]
+
+
+def test_many_texts_at_once_are_each_texts_tokens_with_its_index() -> None:
+    table = WordTable()
+    texts = [*TEXTS, "with\x01the mark", "", "x", "last one"]
+    (spelled,), text_of = table.tokens_of_many(texts, [("spell", *WORDS)])
+    expected = [(i, f"<{w}>") for i, text in enumerate(texts) for w in tokenize(text.replace("\x01", " "))]
+    assert list(zip(text_of.tolist(), spelled, strict=True)) == expected
+    (none,), text_of = table.tokens_of_many([], [("spell", *WORDS)])
+    assert len(none) == len(text_of) == 0
 
 
 @pytest.mark.parametrize("max_words", [wordtable.MAX_WORDS, 6])
