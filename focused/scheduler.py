@@ -261,26 +261,40 @@ class FocusedScheduler:
         self.stats.inc_value("focused/frontier/dropped", dropped)
         return len(self.store)
 
-    def take_early(self, request: Request, merge: bool) -> str | None:
-        """What became of ``request`` before the engine: ``"settled"``, dropped as fetched or being fetched
-        (counted in ``dupefilter/filtered``); with ``merge``, ``"merged"`` into its URL's waiting entry as
-        :meth:`enqueue_request` would (``focused/frontier/merged_early``); ``None`` (nothing done) if neither,
-        or if the store cannot tell cheaply (the Redis store)."""
+    def take_early(self, requests: list[Request], merge: Callable[[Request], bool]) -> tuple[list[Request], int]:
+        """A page's links before the engine: those to URLs fetched or being fetched are dropped (counted in
+        ``dupefilter/filtered``), those to URLs waiting are merged into their entries as
+        :meth:`enqueue_request` would, when ``merge(request)`` (``focused/frontier/merged_early``). Returns
+        the requests left for the engine and the count merged; all of them if the store cannot tell
+        cheaply (the Redis store). Counted once per page, not per link (a stats call is not free)."""
         settled = getattr(self.store, "settled", None)
-        if settled is None or request.dont_filter or self._store_error is not None:
-            return None
-        key = self._fingerprint(request).hex()
-        if settled(key):
-            self._log_duplicate(request)
-            return "settled"
-        if merge and self.store.waiting(key):  # type: ignore[attr-defined]  # the stores with settled have it
-            self.stats.inc_value("focused/frontier/merged_early")
-            self.enqueue_request(request)
-            return "merged"
-        return None
+        if settled is None or self._store_error is not None:
+            return requests, 0
+        waiting = self.store.waiting  # type: ignore[attr-defined]  # the stores with settled have it
+        out: list[Request] = []
+        dropped = merged = 0
+        for request in requests:
+            if request.dont_filter:
+                out.append(request)
+                continue
+            key = self._fingerprint(request).hex()
+            if settled(key):
+                dropped += 1
+                self._log_duplicate(request, count=False)
+            elif merge(request) and waiting(key):
+                merged += 1
+                self.enqueue_request(request)
+            else:
+                out.append(request)
+        if dropped:
+            self.stats.inc_value("dupefilter/filtered", dropped)
+        if merged:
+            self.stats.inc_value("focused/frontier/merged_early", merged)
+        return out, merged
 
-    def _log_duplicate(self, request: Request) -> None:
-        self.stats.inc_value("dupefilter/filtered")
+    def _log_duplicate(self, request: Request, count: bool = True) -> None:
+        if count:
+            self.stats.inc_value("dupefilter/filtered")
         if self.debug_duplicates:
             logger.debug("Filtered duplicate request: %s", request)
         elif not self._logged_duplicate:

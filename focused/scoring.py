@@ -112,13 +112,7 @@ class LinkScoringMiddleware:
             return requests
         depth = int(response.meta.get("depth", 0)) + 1
         merge = merge and self.merge_here and not (self.max_depth and depth > self.max_depth)
-        out: list[Request] = []
-        merged = False
-        for request in requests:
-            taken = scheduler.take_early(request, merge and "depth_reset" not in request.meta)
-            if taken is None:
-                out.append(request)
-            merged = merged or taken == "merged"
+        out, merged = scheduler.take_early(requests, lambda request: merge and "depth_reset" not in request.meta)
         if merged:  # as the depth middleware would have recorded them
             self.stats.max_value("request_depth_max", depth)
         return out
