@@ -9,6 +9,7 @@ on every page). 0 turns either off. Dropped links are counted in
 
 from __future__ import annotations
 
+import functools
 from collections import Counter
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
@@ -25,6 +26,7 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 
+@functools.lru_cache(maxsize=16_384)  # a crawl meets most URLs many times (links to pages fetched or waiting)
 def path_repeats(url: str) -> int:
     """How often the most frequent segment of ``url``'s path occurs."""
     segments = [s for s in urlsplit(url).path.split("/") if s]

@@ -37,7 +37,7 @@ def test_plain_requests_are_packed_and_rebuilt_equal() -> None:
     ]
     packed = [packer.pack(r) for r in plain]
     assert all(isinstance(p, Packed) for p in packed)
-    assert packed[0][1] is packed[1][1] and packed[0][2] is packed[1][2]  # one callback, one key tuple
+    assert packed[0][2] is packed[1][2] and packed[0][3] is packed[1][3]  # one callback, one key tuple
     for request, item in zip(plain, packed, strict=True):
         back = packer.unpack(item, 7)
         _same(back, request)

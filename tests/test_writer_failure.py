@@ -104,7 +104,9 @@ def test_two_crawls_started_together_write_two_files(slow_web, tmp_path):
     assert [p.returncode for p in procs] == [0, 0], outputs
     files = sorted(tmp_path.glob("sport-bfs-*.sqlite"))
     assert len(files) == 2, (files, outputs)
-    assert [len(list(iter_pages(f))) for f in files] == [3, 3]
+    # each crawl stopped at its budget; a page already in the pipeline when the spider began to close is
+    # still stored (the budget stops the crawl, it does not drop fetched pages), which a loaded machine shows
+    assert all(3 <= len(list(iter_pages(f))) <= 3 + 2 for f in files), [len(list(iter_pages(f))) for f in files]
 
 
 def test_one_file_one_writer(tmp_path):

@@ -2,9 +2,10 @@
 
 A waiting :class:`~scrapy.Request` object with its headers, cookies, flags and
 meta dict costs several hundred bytes, more than the URL it is for; a frontier
-holds hundreds of thousands. A *plain* request (a ``GET`` without body,
+holds hundreds of thousands. A *plain* request (a ``Request`` or the spider's
+:class:`~focused.linkrequest.LinkRequest`, a ``GET`` without body,
 headers, cookies, flags, errback or callback keyword arguments, as the spider
-yields them) is kept as a tuple of its URL, its callback (one shared object per
+yields them) is kept as a tuple of its class, its URL, its callback (one shared object per
 bound method), the names of its meta keys (one shared tuple per set of names)
 and their values, and rebuilt when it is popped. Any other request is kept as
 it is. In memory only: the durable stores keep requests as JSON
@@ -18,9 +19,14 @@ from typing import Any
 
 from scrapy import Request
 
+from focused.linkrequest import LinkRequest
+
+#: The request classes packed (their constructors take the same arguments).
+_PLAIN = (Request, LinkRequest)
+
 
 class Packed(tuple[Any, ...]):
-    """(url, callback, meta keys, meta values): what a plain waiting request is kept as."""
+    """(class, url, callback, meta keys, meta values): what a plain waiting request is kept as."""
 
     __slots__ = ()
 
@@ -35,7 +41,7 @@ class RequestPacker:
     def pack(self, request: Any) -> Any:
         """The packed form of a plain request; any other request (or item) itself."""
         if (
-            type(request) is not Request
+            type(request) not in _PLAIN
             or request.method != "GET"
             or request.body
             or request.headers
@@ -50,14 +56,14 @@ class RequestPacker:
         meta = request.meta
         keys = tuple(meta)
         keys = self._keys.setdefault(keys, keys)
-        return Packed((request.url, self._shared(request.callback), keys, tuple(meta.values())))
+        return Packed((type(request), request.url, self._shared(request.callback), keys, tuple(meta.values())))
 
     def unpack(self, item: Any, priority: int) -> Any:
         """The request again (a packed one rebuilt with ``priority``); anything else as it is."""
         if type(item) is not Packed:
             return item
-        url, callback, keys, values = item
-        return Request(url, callback=callback, meta=dict(zip(keys, values, strict=True)), priority=priority)
+        cls, url, callback, keys, values = item
+        return cls(url, callback=callback, meta=dict(zip(keys, values, strict=True)), priority=priority)
 
     def _shared(self, callback: Any) -> Any:
         func, owner = getattr(callback, "__func__", None), getattr(callback, "__self__", None)

@@ -31,6 +31,7 @@ from focused.frontier.settings import uses_redis
 from focused.items import PageItem
 from focused.jobs import SCRAPYD_ARGUMENTS, apply_job
 from focused.learning.htmlpage import ParsedPage, parse_page
+from focused.linkrequest import LinkRequest
 from focused.outlinks import take_links
 from focused.page_analysis import AUTO_START_AFTER, PageAnalysis
 from focused.priority import SEED_PRIORITY
@@ -150,7 +151,7 @@ class FocusedSpider(scrapy.Spider):
             html=html,
         )
         for url in links:
-            yield scrapy.Request(url, callback=self.parse, meta={PARENT_META_KEY: response.url})
+            yield LinkRequest(url, callback=self.parse, meta={PARENT_META_KEY: response.url})
 
     async def _read_here(self, response: TextResponse, html: str, follow: bool) -> tuple[ParsedPage, list[str], int]:
         """:meth:`_read` in the crawl process; a long page in a thread (seconds of parsing: off the reactor)."""
