@@ -105,3 +105,31 @@ def test_tokenize() -> None:
     ]
     assert tokenize("Ÿ ÉCOLE Normale, naïve x_y 3.14 ²² a I") == ["école", "normale", "naïve"]
     assert tokenize("") == []
+
+
+PAGES = [
+    "<html><head><title>T</title><base href='/b/'></head><body><noscript>a<noscript>b</noscript>c</noscript>"
+    "tail<p>x<script>s</script>y</p><a href=q>l</a><area href=x></body></html>",
+    "<p>one<noscript>hid<b>den</b></noscript>two</p>three<br>four<table><tr><td>c1<td>c2</table>",
+    "text only",
+    "<div>W<b>or</b>d <i>in</i> <template>t</template><style>s</style>line</div>\n\n<li>item<li>two",
+    "<p>caf\u00e9 \u00a0 <span>na\u00efve</span></p><noscript><a href=/n>hidden link</a></noscript>",
+]
+
+
+@pytest.mark.parametrize("html", PAGES)
+def test_one_walk_gives_the_leaves_and_the_text_of_two(html: str) -> None:
+    """The page's one walk (leaves, links, title, base and text) equals the leaf walk without text plus
+    collect_text's own walk over the same tree."""
+    from focused.learning.htmlpage import ParsedPage, _parse, _read_tree, collect_text, parse_page, prepare
+
+    prepared, as_written = prepare(html)
+    assert as_written is None
+    root = _parse(prepared)
+    both, leaves_only = ParsedPage(), ParsedPage()
+    _read_tree(root, both)
+    _read_tree(root, leaves_only, text=False)
+    assert leaves_only.text == "" and both.text == collect_text(root)
+    fields = ("leaves", "links", "base_href", "title")
+    assert [getattr(both, f) for f in fields] == [getattr(leaves_only, f) for f in fields]
+    assert parse_page(html).text == both.text and parse_page(html).leaves == both.leaves

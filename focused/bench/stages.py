@@ -23,8 +23,7 @@ from typing import Any
 import numpy as np
 
 STAGES = (
-    "parse (tree, leaves, links)",
-    "text",
+    "parse (tree, leaves, links, visible text)",
     "near-duplicate fingerprint",
     "critic",
     "link features",
@@ -37,7 +36,7 @@ STAGES = (
 
 def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> dict[str, Any]:
     """CPU ms per page of each stage on up to ``pages`` 200 pages of ``store`` (module docstring)."""
-    from scrapy.http import HtmlResponse, Request
+    from scrapy.http import HtmlResponse
     from scrapy.utils.request import RequestFingerprinter
 
     from focused.crawldb import HTML_LEVEL, CrawlDB
@@ -47,10 +46,11 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
     from focused.frontier.store import Push
     from focused.learning.apprentice import Apprentice, critic_views
     from focused.learning.critic import load_critic
-    from focused.learning.htmlpage import ParsedPage, _number_leaves, _parse, collect_text, prepare
+    from focused.learning.htmlpage import ParsedPage, _parse, _read_tree, prepare
     from focused.learning.linkfeatures import compact_many, extract_link_features
     from focused.learning.linkids import page_link_ids, with_extra
     from focused.learning.online import LinkPayload, OnlineApprentice, make_snippet_critic, page_key
+    from focused.linkrequest import LinkRequest
     from focused.simhash import simhash
     from focused.spiders.focused import FocusedSpider
 
@@ -84,10 +84,8 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
             prepared, _ = prepare(html)
             root = _parse(prepared)
             parsed = ParsedPage()
-            _number_leaves(root, parsed)
+            _read_tree(root, parsed)
             links, _ = spider._take_links(response, parsed)
-            t1 = clock()
-            parsed.text = collect_text(root)
             t2 = clock()
             simhash(parsed.text)
             t3 = clock()
@@ -106,7 +104,7 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
             t7 = clock()
             pushes = []
             for url, score, payload in zip(links, scores, payloads, strict=True):
-                request = Request(url, meta={"focused_parent": response.url}, priority=int(score * 1e6))
+                request = LinkRequest(url, meta={"focused_parent": response.url}, priority=int(score * 1e6))
                 pushes.append(Push(fingerprint(request).hex(), request, request.priority, encode_payload(payload)))
             frontier.push_many(pushes)
             t8 = clock()
@@ -117,7 +115,7 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
             )  # fmt: skip
             zlib.compress(html.encode("utf-8"), HTML_LEVEL)  # what the writer thread does with it
             t9 = clock()
-            marks = (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9)
+            marks = (t0, t2, t3, t4, t5, t6, t7, t8, t9)
             for k, stage in enumerate(STAGES):
                 totals[stage] += marks[k + 1] - marks[k]
             links_total += len(links)
@@ -145,13 +143,13 @@ def memory_study(waiting: int = 100_000, payload_ids: int = 100) -> dict[str, An
 
 
 def _memory_child(waiting: int, payload_ids: int) -> dict[str, Any]:
-    from scrapy import Request
     from scrapy.utils.test import get_crawler
 
     from focused.bench.throughput import vm_hwm_kb
     from focused.bench.wikiweb import MODEL
     from focused.learning.critic import load_critic
     from focused.learning.online import LinkPayload
+    from focused.linkrequest import LinkRequest
     from focused.scheduler import PAYLOAD_META_KEY, FocusedScheduler
     from focused.spiders.focused import PARENT_META_KEY, FocusedSpider
 
@@ -166,7 +164,8 @@ def _memory_child(waiting: int, payload_ids: int) -> dict[str, Any]:
         payload = LinkPayload(ids, rng.random(2).astype(np.float32))
         parent = f"http://wikischools.test/wiki/Parent_{i // 50}"
         meta = {PARENT_META_KEY: parent, PAYLOAD_META_KEY: payload}
-        scheduler.enqueue_request(Request(f"http://wikischools.test/wiki/Article_number_{i}", meta=meta, priority=i))
+        url = f"http://wikischools.test/wiki/Article_number_{i}"
+        scheduler.enqueue_request(LinkRequest(url, meta=meta, priority=i))
     used = 1024 * (_vm_rss_kb() - before)
     peak = vm_hwm_kb()
     return {

@@ -152,19 +152,20 @@ def parse_page(html: str) -> ParsedPage:
     if root is None:
         return page
     if as_written is None:
-        _number_leaves(root, page)
-    else:  # the links and leaves of the page as written
-        written = _parse(as_written.encode("utf-8", "replace"))
-        if written is _DEEP:
-            stream = stream_page(as_written)
-            page.leaves, page.links, page.base_href, page.title = (
-                stream.leaves,
-                stream.links,
-                stream.base_href,
-                stream.title,
-            )
-        elif written is not None:
-            _number_leaves(written, page)
+        _read_tree(root, page)  # the text too
+        return page
+    # the links and leaves of the page as written, the text of the page as prepared
+    written = _parse(as_written.encode("utf-8", "replace"))
+    if written is _DEEP:
+        stream = stream_page(as_written)
+        page.leaves, page.links, page.base_href, page.title = (
+            stream.leaves,
+            stream.links,
+            stream.base_href,
+            stream.title,
+        )
+    elif written is not None:
+        _read_tree(written, page, text=False)
     page.text = collect_text(root)
     return page
 
@@ -184,11 +185,15 @@ def _parse(html: str | bytes) -> Any:
     return root
 
 
-def _number_leaves(root: etree._Element, page: ParsedPage) -> None:
-    """One walk over the tree: leaf texts ('' for empty leaves), links as (href, l, r), <base href>, title."""
+def _read_tree(root: etree._Element, page: ParsedPage, text: bool = True) -> None:
+    """One walk over the tree: leaf texts ('' for empty leaves), links as (href, l, r), <base href>, title
+    and (with ``text``) the visible text, the same as :func:`collect_text` (tested): a walk for the leaves and
+    another for the text cost a third more."""
     leaves = page.leaves
     links: list[tuple[str, int, int] | None] = []  # in the order the links start (as Scrapy lists them)
     starts: list[tuple[int, int]] = []  # (first leaf, slot in links or -1) of each open element
+    parts: list[str] = []  # of the visible text
+    hidden = 0 if text else 1  # open elements whose text is not visible (<noscript>: read for leaves only)
     title: str | None = None
     walker = etree.iterwalk(root, events=("start", "end"))
     for event, el in walker:
@@ -203,11 +208,18 @@ def _number_leaves(root: etree._Element, page: ParsedPage) -> None:
                 slot = len(links)
                 links.append(None)
             starts.append((len(leaves), slot))
-            text = el.text
-            if text and not text.isspace():
-                leaves.append(text)
-            if tag == "title" and title is None and text is not None:
-                title = text
+            content = el.text
+            if content and not content.isspace():
+                leaves.append(content)
+            if tag == "title" and title is None and content is not None:
+                title = content
+            if tag in _LEAVES_ONLY:
+                hidden += 1
+            elif not hidden:
+                if tag in BLOCK:
+                    parts.append(BREAK)
+                if content:
+                    parts.append(content)
             continue
         if not skipped:
             start, slot = starts.pop()
@@ -217,11 +229,24 @@ def _number_leaves(root: etree._Element, page: ParsedPage) -> None:
                 links[slot] = (el.get("href"), start, len(leaves) - 1)
             elif tag == "base" and page.base_href is None:
                 page.base_href = el.get("href")
+            if tag in _LEAVES_ONLY:
+                hidden -= 1
+            elif not hidden and tag in BLOCK:
+                parts.append(BREAK)
         tail = el.tail
-        if tail and not tail.isspace():
-            leaves.append(tail)
+        if tail:
+            if not tail.isspace():
+                leaves.append(tail)
+            if not hidden and el is not root:
+                parts.append(tail)
     page.links = [link for link in links if link is not None]
     page.title = title or ""
+    if text:
+        page.text = normalize_text(parts)
+
+
+#: Elements whose text is a DOM leaf of the link features but not visible text.
+_LEAVES_ONLY = TEXT_SKIP - LEAF_SKIP
 
 
 def collect_text(root: etree._Element) -> str:
