@@ -187,6 +187,8 @@ class CrawlRuntime:
                 snippet_critic=make_snippet_critic(self.critic, self.topic) if learner.n_side else None,
                 anchor_weight=settings.getfloat("FOCUSED_APPRENTICE_ANCHOR_WEIGHT", 0.7),
                 gate=settings.getbool("FOCUSED_APPRENTICE_GATE", False) and not path,
+                explore=settings.getfloat("FOCUSED_APPRENTICE_EXPLORE", 0.0) if not offline else 0.0,
+                explore_half_life=settings.getfloat("FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE", 0.0),
             )
         except ValueError as exc:  # e.g. FOCUSED_APPRENTICE_ANCHOR_WEIGHT outside [0, 1]
             raise ConfigError(str(exc)) from exc
