@@ -133,6 +133,8 @@ FOCUSED_APPRENTICE_GROUPED_FOLDS = False
 FOCUSED_APPRENTICE_EXPLORE = 0.0
 #: Half-life H of the exploration bonus in pages: decay = H / (H + pages fetched); 0: no decay.
 FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE = 0.0
+#: Scale the exploration bonus by the off-topic share of the last 50 pages judged (bench variant adaptive).
+FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE = False
 #: LOW/HIGH bucketing of the target's relevance: ``equal-prob`` (the paper's
 #: equally probable intervals: the median of the relevances seen so far) or
 #: ``fixed`` (FOCUSED_APPRENTICE_THRESHOLD).

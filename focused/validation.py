@@ -253,6 +253,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_APPRENTICE_GROUPED_FOLDS": boolean(),
     "FOCUSED_APPRENTICE_EXPLORE": number(0),
     "FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE": number(0),
+    "FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE": boolean(),
     "FOCUSED_APPRENTICE_BINNING": choice(("equal-prob", "fixed"), "binning"),
     "FOCUSED_APPRENTICE_THRESHOLD": number(0, 1),
     "FOCUSED_APPRENTICE_ALPHA": number(0, above=True),

@@ -12,9 +12,10 @@ def anchor_critic(texts, urls):
     return np.full(len(texts), 0.3)
 
 
-def side_online(**kw):
+def side_online(explore=0.0, **kw):
     learner = Apprentice(min_instances=4, binning="fixed", n_features=2**16, n_side=2)
-    return OnlineApprentice(learner, d_max=3, snippet_critic=anchor_critic, **kw)
+    bonus = NoveltyBonus(learner.n_features, explore) if explore else None
+    return OnlineApprentice(learner, d_max=3, snippet_critic=anchor_critic, explore=bonus, **kw)
 
 
 def page(words_per_link):
@@ -128,3 +129,17 @@ def test_before_a_model_only_exploration_rescores_the_frontier():
     assert plain.rescore([[payloads[0]], [payloads[1]]]) == [None, None]  # the prior's priorities stand
     seen, new = app.rescore([[payloads[0]], [payloads[1]]])
     assert seen is not None and new is not None and new > seen
+
+
+def test_an_adaptive_bonus_shrinks_while_the_crawl_harvests():
+    bonus = NoveltyBonus(16, weight=2.0, adaptive=True)
+    assert bonus.scale == 2.0  # nothing judged yet
+    for relevance in (0.9, 0.8, 0.1, 0.7):
+        bonus.page_fetched(relevance)
+    assert bonus.scale == pytest.approx(0.5)  # 3 of the last 4 pages on topic
+    for _ in range(50):
+        bonus.page_fetched(0.0)
+    assert bonus.scale == 2.0  # the window holds only off-topic pages now
+    again = NoveltyBonus(16, weight=2.0, adaptive=True)
+    again.restore_arrays(bonus.state_arrays())
+    assert again.scale == bonus.scale and again.pages == 54

@@ -79,7 +79,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
     # intelligent crawling with one interest-ratio factor (Aggarwal et al. 2001): intelligent:content ...
     **{factor: {"FOCUSED_INTELLIGENT_FACTORS": factor} for factor in ("content", "url", "link", "sibling")},
-    "soft": {"FOCUSED_INTELLIGENT_SOFT": True},  # K counts Pr(c*|page), not a thresholded verdict
+    "soft": {"FOCUSED_INTELLIGENT_SOFT": True},
+    # with exploreN: the bonus scaled by the off-topic share of the last 50 pages (apprentice:explore4+adaptive)
+    "adaptive": {"FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE": True},  # K counts Pr(c*|page), not a thresholded verdict
 }
 
 

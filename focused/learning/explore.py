@@ -14,17 +14,24 @@ fetched and judged, as the apprentice learns them) that hold the hashed feature
 ``f``. A link of features never seen gets ``β``; a link whose every feature was
 seen in many instances almost nothing. ``decay = H / (H + pages)`` with the
 half-life ``H`` (pages fetched; ``H = 0``: no decay) lets the crawl exploit more
-as it goes. ``n_f`` is counted live, from the first page on, independently of
-the learner's batches.
+as it goes; with ``adaptive`` it is also multiplied by the off-topic share of the
+last :data:`WINDOW` pages judged (explore while exploiting does not pay). ``n_f``
+is counted live, from the first page on, independently of the learner's batches.
 """
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["NoveltyBonus"]
+__all__ = ["ON_TOPIC", "WINDOW", "NoveltyBonus"]
+
+#: Pages judged whose on-topic share sets an ``adaptive`` bonus.
+WINDOW = 50
+#: A page whose relevance (the critic's Pr(c*|v)) reaches this is on topic.
+ON_TOPIC = 0.5
 
 
 class NoveltyBonus:
@@ -38,9 +45,11 @@ class NoveltyBonus:
         β, the bonus of a link of unseen features, in logit units (> 0).
     half_life
         ``H`` of the decay, in pages fetched; 0 keeps β for the whole crawl.
+    adaptive
+        Scale the bonus by the off-topic share of the last :data:`WINDOW` pages.
     """
 
-    def __init__(self, n_features: int, weight: float, half_life: float = 0.0) -> None:
+    def __init__(self, n_features: int, weight: float, half_life: float = 0.0, adaptive: bool = False) -> None:
         if not weight > 0:
             raise ValueError(f"the exploration weight must be > 0, got {weight}")
         if not half_life >= 0:
@@ -48,8 +57,10 @@ class NoveltyBonus:
         self.n_features = int(n_features)
         self.weight = float(weight)
         self.half_life = float(half_life)
+        self.adaptive = bool(adaptive)
         self.counts = np.zeros(self.n_features, dtype=np.float64)
         self.pages = 0
+        self.recent: deque[bool] = deque(maxlen=WINDOW)  # on topic, of the last pages judged
 
     def observe(self, ids: Sequence[np.ndarray]) -> None:
         """Training instances with these feature ids exist now (one array per instance; repeats count once)."""
@@ -60,15 +71,19 @@ class NoveltyBonus:
         if flat.size:
             np.add.at(self.counts, flat, 1.0)
 
-    def page_fetched(self) -> None:
+    def page_fetched(self, relevance: float = 0.0) -> None:
         self.pages += 1
+        self.recent.append(relevance >= ON_TOPIC)
 
     @property
     def scale(self) -> float:
-        """β · decay(pages) now."""
-        if self.half_life <= 0:
-            return self.weight
-        return self.weight * self.half_life / (self.half_life + self.pages)
+        """β · decay(pages) now (and the recent off-topic share, if ``adaptive``)."""
+        scale = self.weight
+        if self.half_life > 0:
+            scale *= self.half_life / (self.half_life + self.pages)
+        if self.adaptive and self.recent:
+            scale *= 1.0 - sum(self.recent) / len(self.recent)
+        return scale
 
     def novelty(self, lengths: np.ndarray, flat_ids: np.ndarray) -> np.ndarray:
         """Mean 1/√(1 + n_f) over each link's feature occurrences (link i holds the next ``lengths[i]`` ids).
@@ -109,6 +124,7 @@ class NoveltyBonus:
             "explore_ids": nz.astype(np.int64),
             "explore_counts": self.counts[nz].copy(),
             "explore_pages": np.array([self.pages], dtype=np.int64),
+            "explore_recent": np.array(self.recent, dtype=bool),
         }
 
     def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
@@ -120,3 +136,4 @@ class NoveltyBonus:
         self.counts = np.zeros(self.n_features, dtype=np.float64)
         self.counts[ids] = np.asarray(arrays["explore_counts"], dtype=np.float64)
         self.pages = int(np.asarray(arrays["explore_pages"]).ravel()[0])
+        self.recent = deque((bool(x) for x in arrays.get("explore_recent", ())), maxlen=WINDOW)

@@ -83,8 +83,8 @@ class OnlineApprentice:
     gate
         A model serves links only while its progressive held-out log-loss beats
         the calibrated prior's (:mod:`focused.learning.gate`; needs side features).
-    explore, explore_half_life
-        β and H of a bonus for links of little-seen features (:mod:`focused.learning.explore`); 0: none.
+    explore
+        An exploration bonus for links of little-seen features (:mod:`focused.learning.explore`).
     """
 
     def __init__(
@@ -99,8 +99,7 @@ class OnlineApprentice:
         snippet_critic: SnippetCritic | None = None,
         anchor_weight: float = 0.7,
         gate: bool = False,
-        explore: float = 0.0,
-        explore_half_life: float = 0.0,
+        explore: NoveltyBonus | None = None,
     ) -> None:
         if learner.n_side not in (0, 2):
             raise ValueError(f"the apprentice has {learner.n_side} side features; the crawler computes 0 or 2")
@@ -129,7 +128,7 @@ class OnlineApprentice:
         self.instances_seen = 0
         self.gate = SwitchGate() if gate and learner.n_side == 2 and learn else None
         self.gate_flipped = False  # the last batch opened or closed the gate
-        self.explore = NoveltyBonus(learner.n_features, explore, explore_half_life) if explore > 0 else None
+        self.explore = explore
 
     # -- features -----------------------------------------------------------------
 
@@ -191,15 +190,14 @@ class OnlineApprentice:
         with self._lock:
             keys = [page_key(url) for url in urls]
             group = target_group(keys[0]) if keys else -1  # one page: one group, whatever its alias
+            found: list[LinkPayload] = []
             for key in keys:
                 self._fetched[key] = float(relevance)
-                found = self._pending.pop(key, ())
-                for payload in found:
-                    self._buffer.append((payload, float(relevance), group))
-                if self.explore is not None:
-                    self.explore.observe([p.ids for p in found])
+                found += self._pending.pop(key, ())
+            self._buffer.extend((payload, float(relevance), group) for payload in found)
             if self.explore is not None:
-                self.explore.page_fetched()
+                self.explore.observe([p.ids for p in found])
+                self.explore.page_fetched(relevance)
             self._pages_in_batch += 1
             return self.learn and self._pages_in_batch >= self.batch_size
 
