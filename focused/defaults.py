@@ -127,6 +127,14 @@ FOCUSED_APPRENTICE_OFFSET_VIEWS = False
 #: a popular target's anchor words are never both in a fold's training counts and in the fold;
 #: False: round robin over the instances (bench variant apprentice:offset+grouped).
 FOCUSED_APPRENTICE_GROUPED_FOLDS = False
+#: Exploration bonus beta (logit units; 0: off): a link's logit gains beta * decay * novelty, novelty the
+#: mean over its <t,d> features of 1/sqrt(1 + instances holding the feature) (focused.learning.explore),
+#: so links whose context the apprentice has no evidence on get tried (bench variant apprentice:exploreN).
+FOCUSED_APPRENTICE_EXPLORE = 0.0
+#: Half-life H of the exploration bonus in pages: decay = H / (H + pages fetched); 0: no decay.
+FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE = 0.0
+#: Scale the exploration bonus by the off-topic share of the last 50 pages judged (bench variant adaptive).
+FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE = False
 #: LOW/HIGH bucketing of the target's relevance: ``equal-prob`` (the paper's
 #: equally probable intervals: the median of the relevances seen so far) or
 #: ``fixed`` (FOCUSED_APPRENTICE_THRESHOLD).

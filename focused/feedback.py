@@ -44,6 +44,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_DIR = "apprentice"
+#: With an exploration bonus (FOCUSED_APPRENTICE_EXPLORE), the waiting URLs' bonuses are refreshed
+#: (the frontier re-scored) every this many pages, the learner's batches aside.
+EXPLORE_REFRESH_PAGES = 50
 #: What focused wrote before checkpoints existed (pickles): never loaded.
 OLD_FILES = ("apprentice-state.pickle", "apprentice.joblib")
 
@@ -63,6 +66,7 @@ class RelevanceFeedback:
         self._in_flight: Deferred[Any] | None = None
         self.switched_in_at: int | None = None
         self._pages = 0
+        self._refreshed = 0  # pages at the last exploration refresh
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RelevanceFeedback:
@@ -97,6 +101,10 @@ class RelevanceFeedback:
         batch_done = self.online.observe_page((page.url, *page.aliases), page.relevance)
         if batch_done and not self.training:
             self._in_flight = self._train_batch()
+        elif self.online.explore is not None and self._pages >= self._refreshed + EXPLORE_REFRESH_PAGES:
+            self._refreshed = self._pages
+            if not self.closing:
+                self._rescore_frontier("Exploration bonus refreshed")
 
     def _train_batch(self) -> Deferred[Any]:
         """Train on the buffered instances in a thread; the callback swaps the model in."""
@@ -157,12 +165,16 @@ class RelevanceFeedback:
 
     def _rescore_frontier(self, what: str) -> None:
         model = self.online.model
-        assert model is not None
         started = time.perf_counter()
         results = self.crawler.signals.send_catch_log(signals.rescore_frontier, scorer=self._rescore)
         changed = sum(r for _, r in results if isinstance(r, int))
         seconds = time.perf_counter() - started
         self.stats.inc_value("focused/apprentice/rescore_ms", round(1000 * seconds))
+        if model is None:  # an exploration refresh before switch-in
+            logger.info(
+                "%s after %d pages: re-scored the frontier in %.2fs (%d changed)", what, self._pages, seconds, changed
+            )
+            return
         logger.info(
             "%s after %d pages: %d instances, %.0f%% HIGH (threshold %.3g); "
             "re-scored the frontier in %.2fs (%d priorities changed)",

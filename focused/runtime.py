@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 from focused.errors import ConfigError
 from focused.learning.critic import ModelError, Topic, UnknownTopicError, Verdict, load_critic
+from focused.learning.explore import NoveltyBonus
 from focused.learning.online import OnlineApprentice, make_snippet_critic
 from focused.paths import load_model, project_path
 from focused.relevance import RelevanceDefinition, load_predicate
@@ -187,6 +188,7 @@ class CrawlRuntime:
                 snippet_critic=make_snippet_critic(self.critic, self.topic) if learner.n_side else None,
                 anchor_weight=settings.getfloat("FOCUSED_APPRENTICE_ANCHOR_WEIGHT", 0.7),
                 gate=settings.getbool("FOCUSED_APPRENTICE_GATE", False) and not path,
+                explore=None if offline else self._exploration(learner.n_features),
             )
         except ValueError as exc:  # e.g. FOCUSED_APPRENTICE_ANCHOR_WEIGHT outside [0, 1]
             raise ConfigError(str(exc)) from exc
@@ -196,6 +198,14 @@ class CrawlRuntime:
             except NotReadyError as exc:
                 raise ConfigError(f"the apprentice in {path} cannot predict yet: {exc}") from exc
         return online
+
+    def _exploration(self, n_features: int) -> NoveltyBonus | None:
+        """The apprentice's exploration bonus from FOCUSED_APPRENTICE_EXPLORE*, ``None`` when it is off."""
+        weight = self.settings.getfloat("FOCUSED_APPRENTICE_EXPLORE", 0.0)
+        if weight <= 0:
+            return None
+        half_life = self.settings.getfloat("FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE", 0.0)
+        return NoveltyBonus(n_features, weight, half_life, self.settings.getbool("FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE"))
 
     def judge(self, url: str, text: str) -> Verdict:
         """The critic's verdict on a page, computed once per URL."""

@@ -79,21 +79,33 @@ VARIANTS: dict[str, dict[str, Any]] = {
     },
     # intelligent crawling with one interest-ratio factor (Aggarwal et al. 2001): intelligent:content ...
     **{factor: {"FOCUSED_INTELLIGENT_FACTORS": factor} for factor in ("content", "url", "link", "sibling")},
-    "soft": {"FOCUSED_INTELLIGENT_SOFT": True},  # K counts Pr(c*|page), not a thresholded verdict
+    "soft": {"FOCUSED_INTELLIGENT_SOFT": True},
+    # with exploreN: the bonus scaled by the off-topic share of the last 50 pages (apprentice:explore4+adaptive)
+    "adaptive": {"FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE": True},  # K counts Pr(c*|page), not a thresholded verdict
 }
 
 
 #: ``lambdaN`` (a parametrised variant): the offset's penalty λ = N (``apprentice:offset+lambda30``).
 PENALTY_VARIANT = re.compile(r"lambda(\d+(?:\.\d+)?)")
+#: ``exploreN`` and ``halflifeN``: the exploration bonus β = N and its half-life H = N pages
+#: (``apprentice:explore1``, ``apprentice:offset+explore2+halflife250``).
+EXPLORE_VARIANTS = {
+    "explore": (re.compile(r"explore(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_EXPLORE"),
+    "halflife": (re.compile(r"halflife(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE"),
+}
 
 
 def variant_settings(variant: str) -> dict[str, Any] | None:
-    """The settings of one bench variant (``VARIANTS`` or ``lambdaN``), ``None`` if it is none."""
+    """The settings of one bench variant (``VARIANTS``, ``lambdaN``, ``exploreN``, ``halflifeN``), else ``None``."""
     if variant in VARIANTS:
         return VARIANTS[variant]
     match = PENALTY_VARIANT.fullmatch(variant)
     if match:
         return {"FOCUSED_APPRENTICE_OFFSET_PENALTY": float(match.group(1))}
+    for pattern, setting in EXPLORE_VARIANTS.values():
+        match = pattern.fullmatch(variant)
+        if match:
+            return {setting: float(match.group(1))}
     return None
 
 
@@ -118,7 +130,7 @@ def split_strategy(name: str) -> tuple[str, dict[str, Any]]:
     unknown = [v for v, s in zip(parts, found, strict=True) if s is None]
     if unknown:
         if strategy in VARIANT_BASES:
-            valid = ", ".join([*VARIANTS, "lambdaN"])
+            valid = ", ".join([*VARIANTS, "lambdaN", "exploreN", "halflifeN"])
             raise ValueError(f"unknown strategy variant {unknown[0]!r} in {name!r}; valid: {valid}")
         return name, {}
     settings: dict[str, Any] = {}

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from focused.learning.apprentice import Apprentice, ApprenticeModel, critic_views
+from focused.learning.explore import NoveltyBonus
 from focused.learning.gate import SwitchGate
 from focused.learning.hashing import feature_ids
 from focused.learning.htmlpage import ParsedPage
@@ -82,6 +83,8 @@ class OnlineApprentice:
     gate
         A model serves links only while its progressive held-out log-loss beats
         the calibrated prior's (:mod:`focused.learning.gate`; needs side features).
+    explore
+        An exploration bonus for links of little-seen features (:mod:`focused.learning.explore`).
     """
 
     def __init__(
@@ -96,6 +99,7 @@ class OnlineApprentice:
         snippet_critic: SnippetCritic | None = None,
         anchor_weight: float = 0.7,
         gate: bool = False,
+        explore: NoveltyBonus | None = None,
     ) -> None:
         if learner.n_side not in (0, 2):
             raise ValueError(f"the apprentice has {learner.n_side} side features; the crawler computes 0 or 2")
@@ -124,6 +128,7 @@ class OnlineApprentice:
         self.instances_seen = 0
         self.gate = SwitchGate() if gate and learner.n_side == 2 and learn else None
         self.gate_flipped = False  # the last batch opened or closed the gate
+        self.explore = explore
 
     # -- features -----------------------------------------------------------------
 
@@ -172,6 +177,8 @@ class OnlineApprentice:
                 if relevance is not None:
                     self._stale.append(len(self._buffer))
                     self._buffer.append((payload, relevance, target_group(key)))
+                    if self.explore is not None:
+                        self.explore.observe([payload.ids])
                 else:
                     self._pending.setdefault(key, []).append(payload)
 
@@ -183,10 +190,14 @@ class OnlineApprentice:
         with self._lock:
             keys = [page_key(url) for url in urls]
             group = target_group(keys[0]) if keys else -1  # one page: one group, whatever its alias
+            found: list[LinkPayload] = []
             for key in keys:
                 self._fetched[key] = float(relevance)
-                for payload in self._pending.pop(key, ()):
-                    self._buffer.append((payload, float(relevance), group))
+                found += self._pending.pop(key, ())
+            self._buffer.extend((payload, float(relevance), group) for payload in found)
+            if self.explore is not None:
+                self.explore.observe([p.ids for p in found])
+                self.explore.page_fetched(relevance)
             self._pages_in_batch += 1
             return self.learn and self._pages_in_batch >= self.batch_size
 
@@ -234,17 +245,16 @@ class OnlineApprentice:
 
     def score(self, payloads: Sequence[LinkPayload]) -> list[float] | None:
         """Pr(HIGH | link) of each link; before the first model the critic's blended views, or ``None``."""
-        if not payloads:
-            return None
         model = self.serving
-        if model is None:
-            if self.snippet_critic is None:
-                return None
-            _, views = _unpack(payloads, 2)
-            assert views is not None
-            return [float(p) for p in self.prior(views)]
-        ids, side = _unpack(payloads, model.n_side)
-        return [float(p) for p in model.predict(ids, side)]
+        if not payloads or (model is None and self.snippet_critic is None):
+            return None
+        if self.explore is not None:  # with the bonus, as a re-scoring scores them
+            scored = self._link_scores([payloads])  # one URL's payloads, in order
+            return None if scored is None else [float(p) for p in scored[0]]
+        ids, views = _unpack(payloads, 2 if model is None else model.n_side)
+        if model is not None:
+            return [float(p) for p in model.predict(ids, views)]
+        return [float(p) for p in self.prior(views)] if views is not None else None
 
     def prior_logit(self, side: np.ndarray) -> np.ndarray:
         """(1 − w)·logit Pr(c*|u) + w·logit Pr(c*|anchor) of each link."""
@@ -263,8 +273,8 @@ class OnlineApprentice:
         keep their priority (``None``).
         """
         out: list[int | None] = [None] * len(payloads_per_entry)
-        if self.model is None:
-            return out
+        if self.model is None and (self.explore is None or self.snippet_critic is None):
+            return out  # before a model the prior stands, unless exploration bonuses move
         scored = self._link_scores(payloads_per_entry)
         if scored is None:
             return out
@@ -294,6 +304,7 @@ class OnlineApprentice:
             side = batch.side.astype(np.float64) if n_side and batch.side is not None else None
             ids: Any = batch.matrix(self.learner.n_features)
             owners = batch.owners()
+            bonus = self.explore.bonus(batch.lengths, batch.ids) if self.explore is not None else None
         else:
             flat: list[LinkPayload] = []
             owned: list[int] = []
@@ -306,10 +317,15 @@ class OnlineApprentice:
                 return None
             ids, side = _unpack(flat, n_side)
             owners = np.asarray(owned, dtype=np.int64)
+            bonus = self.explore.bonus_rows(ids) if self.explore is not None else None
         if serving is None:  # the gate closed: back to the prior
             assert side is not None
-            return self.prior(side), owners
-        return np.asarray(serving.predict(ids, side), dtype=np.float64), owners
+            scores = self.prior(side)
+        else:
+            scores = np.asarray(serving.predict(ids, side), dtype=np.float64)
+        if self.explore is not None and bonus is not None:
+            scores = self.explore.apply(scores, bonus)
+        return scores, owners
 
     # -- introspection and persistence -----------------------------------------------
 
@@ -351,6 +367,7 @@ class OnlineApprentice:
             "buffer_lengths": buffer_lengths,
             "buffer_relevance": buffer_rel,
             "buffer_groups": buffer_groups,
+            **(self.explore.state_arrays() if self.explore is not None else {}),
         }
 
     def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
@@ -383,3 +400,5 @@ class OnlineApprentice:
             self.instances_seen = int(header["instances_seen"])
             if self.gate is not None and header.get("gate"):
                 self.gate.restore(header["gate"])
+            if self.explore is not None:
+                self.explore.restore_arrays(arrays)
