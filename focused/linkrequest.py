@@ -14,9 +14,10 @@ from __future__ import annotations
 
 from scrapy import Request
 
-#: URLs whose safe form one process remembers (about 250 bytes each); afresh when full.
-MEMO_SIZE = 100_000
-_safe: dict[tuple[str, str], str] = {}
+#: URLs whose safe form one process remembers per encoding (a dict entry each, about 100 bytes: the URL
+#: string is the request's own, and so is the safe form when it is the same); afresh when full.
+MEMO_SIZE = 20_000
+_safe: dict[str, dict[str, str]] = {}  # encoding -> URL -> its safe form
 
 
 class LinkRequest(Request):
@@ -26,12 +27,14 @@ class LinkRequest(Request):
         if not isinstance(url, str) or self._url_is_verbatim():
             super()._set_url(url)
             return
-        key = (url, self.encoding)
-        safe = _safe.get(key)
+        memo = _safe.get(self.encoding)
+        if memo is None:
+            memo = _safe.setdefault(self.encoding, {})
+        safe = memo.get(url)
         if safe is not None:
             self._url = safe
             return
         super()._set_url(url)  # checks and makes safe; raises on a URL without a scheme (never remembered)
-        if len(_safe) >= MEMO_SIZE:
-            _safe.clear()
-        _safe[key] = self._url
+        if len(memo) >= MEMO_SIZE:
+            memo.clear()
+        memo[url] = url if self._url == url else self._url  # no second copy of an already safe URL

@@ -32,12 +32,14 @@ def test_link_requests_have_scrapys_urls_and_remember_them(encoding: str, monkey
     monkeypatch.setattr(linkrequest, "_safe", {})
     for url in URLS * 2:  # the second time from the memo
         assert LinkRequest(url, encoding=encoding).url == Request(url, encoding=encoding).url
-    assert set(linkrequest._safe) == {(url, encoding) for url in URLS}
+    assert set(linkrequest._safe[encoding]) == set(URLS)
+    safe = URLS[3]
+    assert linkrequest._safe[encoding][safe] is safe  # an already safe URL is not copied
     with pytest.raises(ValueError, match="Missing scheme"):
         LinkRequest("no-scheme/page")
-    assert ("no-scheme/page", "utf-8") not in linkrequest._safe
+    assert "no-scheme/page" not in linkrequest._safe.get("utf-8", {})
     verbatim = LinkRequest("http://a.test/a b", meta={"verbatim_url": True})
-    assert verbatim.url == "http://a.test/a b" and ("http://a.test/a b", "utf-8") not in linkrequest._safe
+    assert verbatim.url == "http://a.test/a b" and "http://a.test/a b" not in linkrequest._safe.get("utf-8", {})
 
 
 def test_a_full_memo_starts_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -45,7 +47,7 @@ def test_a_full_memo_starts_afresh(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(linkrequest, "MEMO_SIZE", 2)
     for url in URLS:
         assert LinkRequest(url).url == Request(url).url
-        assert len(linkrequest._safe) <= 2
+        assert len(linkrequest._safe["utf-8"]) <= 2
 
 
 def test_link_requests_keep_their_class_when_copied_stored_and_packed() -> None:
