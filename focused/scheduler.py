@@ -41,7 +41,6 @@ import logging
 import math
 import time
 import uuid
-from collections import deque
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar, cast
 
@@ -56,6 +55,7 @@ from twisted.internet.base import DelayedCall
 from focused import signals
 from focused.enginestate import engine_requests, unscored_pages
 from focused.fingerprints import UrlFingerprints
+from focused.frontier.leases import Leases
 from focused.frontier.memory import MemoryStore
 from focused.frontier.payloads import decode_link_batch, decode_payloads, encode_payload
 from focused.frontier.settings import check_jobdir as check_jobdir  # imported from here by older code
@@ -122,9 +122,8 @@ class FocusedScheduler:
         self.store: FrontierStore = MemoryStore()  # replaced in open()
         self.spider: Spider | None = None
         self._opened = False
-        #: popped request -> (its key, pages the crawl database had been handed when it was popped)
-        self._leased: dict[Request, tuple[str, int]] = {}
-        self._finished: deque[tuple[int, str]] = deque()
+        #: popped requests not yet acknowledged
+        self._leases = Leases()
         self._crawldb: CrawlDB | None = None
         self._timer: task.LoopingCall | None = None
         #: dont_filter keys of workers sharing a frontier must differ
@@ -243,7 +242,7 @@ class FocusedScheduler:
             self.stats.inc_value("focused/frontier/refetched")
         request: Request = entry.item
         request.priority = entry.priority
-        self._leased[request] = (entry.key, self._submitted())
+        self._leases.lease(request, entry.key, self._submitted())
         self.stats.inc_value("scheduler/dequeued")
         self.stats.set_value("focused/frontier/size", len(self.store))
         return request
@@ -304,31 +303,11 @@ class FocusedScheduler:
     # -- leases ----------------------------------------------------------------------
 
     def _settle(self) -> None:
-        """Acknowledge the leased requests the engine is done with, once their pages are durable.
-
-        A request is done when the engine no longer holds it (its response went
-        through the spider, the pipelines and our link scoring, or it failed).
-        Its page is durable once the crawl database has committed every page
-        submitted before that moment; then, and only then, is it acknowledged,
-        so after a crash a page is in the crawl database or fetched again.
-        """
-        if self._leased:
-            held = engine_requests(self.crawler)
-            submitted = self._submitted()
-            acks = []
-            for request in [r for r in self._leased if held is None or r not in held]:
-                key, at_pop = self._leased.pop(request)
-                if submitted == at_pop:  # no page was stored meanwhile (a 404, a failure...): nothing to wait for
-                    acks.append(key)
-                else:
-                    self._finished.append((submitted, key))
-            if acks:
-                self.store.ack_many(acks)
-        if self._finished:
+        """Acknowledge the leased requests the engine is done with, once their pages are durable
+        (:class:`~focused.frontier.leases.Leases`)."""
+        if self._leases:
             committed = self._crawldb.committed if self._crawldb is not None else math.inf
-            keys = []
-            while self._finished and self._finished[0][0] <= committed:
-                keys.append(self._finished.popleft()[1])
+            keys = self._leases.due(lambda: engine_requests(self.crawler), self._submitted(), committed)
             if keys:
                 self.store.ack_many(keys)
 
@@ -350,7 +329,7 @@ class FocusedScheduler:
         if self._store_error is not None:
             return
         try:
-            others = self.store.in_flight - len(self._leased) - len(self._finished)
+            others = self.store.in_flight - len(self._leases)
             busy = others > 0 or len(self.store) > 0
         except StoreError as exc:
             self._store_failed(exc)
