@@ -245,16 +245,10 @@ class OnlineApprentice:
 
     def score(self, payloads: Sequence[LinkPayload]) -> list[float] | None:
         """Pr(HIGH | link) of each link; before the first model the critic's blended views, or ``None``."""
-        model = self.serving
-        if not payloads or (model is None and self.snippet_critic is None):
+        if not payloads or (self.serving is None and self.snippet_critic is None):
             return None
-        if self.explore is not None:  # with the bonus, as a re-scoring scores them
-            scored = self._link_scores([payloads])  # one URL's payloads, in order
-            return None if scored is None else [float(p) for p in scored[0]]
-        ids, views = _unpack(payloads, 2 if model is None else model.n_side)
-        if model is not None:
-            return [float(p) for p in model.predict(ids, views)]
-        return [float(p) for p in self.prior(views)] if views is not None else None
+        scored = self._link_scores([payloads])  # one URL's payloads, in order: scored as a re-scoring scores them
+        return None if scored is None else [float(p) for p in scored[0]]
 
     def prior_logit(self, side: np.ndarray) -> np.ndarray:
         """(1 − w)·logit Pr(c*|u) + w·logit Pr(c*|anchor) of each link."""
