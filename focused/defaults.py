@@ -135,6 +135,15 @@ FOCUSED_APPRENTICE_EXPLORE = 0.0
 FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE = 0.0
 #: Scale the exploration bonus by the off-topic share of the last 50 pages judged (bench variant adaptive).
 FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE = False
+#: Sibling feedback gamma (logit units; 0: off): a link's logit gains gamma * (logit q_u - logit p),
+#: q_u the smoothed mean relevance of the pages its source page u led to so far, p the crawl's
+#: (focused.learning.siblings; bench variant apprentice:siblingsN).
+FOCUSED_APPRENTICE_SIBLINGS = 0.0
+#: Pseudo-count m of the sibling feedback: judged children that weigh as much as the crawl's mean.
+FOCUSED_APPRENTICE_SIBLINGS_PSEUDO = 2.0
+#: With an exploration bonus or sibling feedback, the waiting URLs are re-scored every this many
+#: pages, the learner's batches aside (bench variant apprentice:refreshN).
+FOCUSED_APPRENTICE_REFRESH_PAGES = 50
 #: LOW/HIGH bucketing of the target's relevance: ``equal-prob`` (the paper's
 #: equally probable intervals: the median of the relevances seen so far) or
 #: ``fixed`` (FOCUSED_APPRENTICE_THRESHOLD).

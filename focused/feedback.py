@@ -44,9 +44,6 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 CHECKPOINT_DIR = "apprentice"
-#: With an exploration bonus (FOCUSED_APPRENTICE_EXPLORE), the waiting URLs' bonuses are refreshed
-#: (the frontier re-scored) every this many pages, the learner's batches aside.
-EXPLORE_REFRESH_PAGES = 50
 #: What focused wrote before checkpoints existed (pickles): never loaded.
 OLD_FILES = ("apprentice-state.pickle", "apprentice.joblib")
 
@@ -66,7 +63,9 @@ class RelevanceFeedback:
         self._in_flight: Deferred[Any] | None = None
         self.switched_in_at: int | None = None
         self._pages = 0
-        self._refreshed = 0  # pages at the last exploration refresh
+        self._refreshed = 0  # pages at the last refresh of exploration bonuses and sibling terms
+        #: with an exploration bonus or sibling feedback, the frontier is re-scored every this many pages
+        self.refresh_pages = crawler.settings.getint("FOCUSED_APPRENTICE_REFRESH_PAGES", 50)
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RelevanceFeedback:
@@ -80,6 +79,10 @@ class RelevanceFeedback:
             # the trainer changes hands between workers, and with it the held-out record: no gate
             logger.info("Shared apprentice: FOCUSED_APPRENTICE_GATE is off (each worker serves the shared model)")
             strategy.online.gate = None
+        if shared is not None and strategy.online.siblings is not None:
+            # the workers share instances, not the per-source counts the sibling terms read
+            logger.info("Shared apprentice: FOCUSED_APPRENTICE_SIBLINGS is off (workers share no sibling counts)")
+            strategy.online.siblings = None
         ext = shared or cls(crawler, strategy)
         if ext.checkpoints is not None:
             ext._load_state()
@@ -101,10 +104,15 @@ class RelevanceFeedback:
         batch_done = self.online.observe_page((page.url, *page.aliases), page.relevance)
         if batch_done and not self.training:
             self._in_flight = self._train_batch()
-        elif self.online.explore is not None and self._pages >= self._refreshed + EXPLORE_REFRESH_PAGES:
+        elif self._moving_terms() and self._pages >= self._refreshed + self.refresh_pages:
             self._refreshed = self._pages
+            self.stats.inc_value("focused/apprentice/refreshes")
             if not self.closing:
-                self._rescore_frontier("Exploration bonus refreshed")
+                self._rescore_frontier("Exploration bonuses and sibling terms refreshed")
+
+    def _moving_terms(self) -> bool:
+        """Terms of a link's score that change between models: exploration bonuses, sibling feedback."""
+        return self.online.explore is not None or self.online.siblings is not None
 
     def _train_batch(self) -> Deferred[Any]:
         """Train on the buffered instances in a thread; the callback swaps the model in."""

@@ -18,6 +18,7 @@ from focused.errors import ConfigError
 from focused.learning.critic import ModelError, Topic, UnknownTopicError, Verdict, load_critic
 from focused.learning.explore import NoveltyBonus
 from focused.learning.online import OnlineApprentice, make_snippet_critic
+from focused.learning.siblings import SiblingFeedback
 from focused.paths import load_model, project_path
 from focused.relevance import RelevanceDefinition, load_predicate
 from focused.strategies import STRATEGIES, ApprenticeStrategy, Baseline, BreadthFirst, Oracle, Strategy
@@ -189,6 +190,7 @@ class CrawlRuntime:
                 anchor_weight=settings.getfloat("FOCUSED_APPRENTICE_ANCHOR_WEIGHT", 0.7),
                 gate=settings.getbool("FOCUSED_APPRENTICE_GATE", False) and not path,
                 explore=None if offline else self._exploration(learner.n_features),
+                siblings=None if offline else self._siblings(),
             )
         except ValueError as exc:  # e.g. FOCUSED_APPRENTICE_ANCHOR_WEIGHT outside [0, 1]
             raise ConfigError(str(exc)) from exc
@@ -206,6 +208,13 @@ class CrawlRuntime:
             return None
         half_life = self.settings.getfloat("FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE", 0.0)
         return NoveltyBonus(n_features, weight, half_life, self.settings.getbool("FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE"))
+
+    def _siblings(self) -> SiblingFeedback | None:
+        """The apprentice's sibling feedback from FOCUSED_APPRENTICE_SIBLINGS*, ``None`` when it is off."""
+        weight = self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS", 0.0)
+        if weight <= 0:
+            return None
+        return SiblingFeedback(weight, self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS_PSEUDO", 2.0))
 
     def judge(self, url: str, text: str) -> Verdict:
         """The critic's verdict on a page, computed once per URL."""

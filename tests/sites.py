@@ -70,6 +70,22 @@ def hub_site(n: int = 6, seed: int = 1) -> ReplayStore:
     return store
 
 
+def neutral_hubs_site(n: int = 30, seed: int = 4) -> ReplayStore:
+    """``/`` links to two hubs of the same neutral text: ``/a/`` lists n cooking pages, ``/b/`` n sport
+    pages, every anchor "item i". The critic's views give every leaf the same priority, so only what
+    the fetched leaves of a hub were tells its waiting ones apart (sibling feedback)."""
+    rng = random.Random(seed)
+    store = ReplayStore()
+    text = words(NEUTRAL, 60, rng)
+    add(store, "/", page("Home", text, [("/a/", "index"), ("/b/", "index")]), "misc")
+    for hub, label, vocab in (("a", "cooking", COOKING), ("b", "sport", SPORT)):
+        leaves = [(f"/{hub}/{i}.html", f"item {i}") for i in range(n)]
+        add(store, f"/{hub}/", page(f"Index {hub}", words(NEUTRAL, 60, rng), leaves), "misc")  # no near-duplicates
+        for href, _ in leaves:
+            add(store, href, page(href, words(vocab, 80, rng), []), label)
+    return store
+
+
 def regions_site(hubs: int = 25, per_region: int = 3, seed: int = 2) -> ReplayStore:
     """A chain of sport hub pages; each links first to cooking pages (under a "Shop" header),
     then to sport pages (under a "Results" header), then to the next hub.

@@ -88,15 +88,19 @@ VARIANTS: dict[str, dict[str, Any]] = {
 #: ``lambdaN`` (a parametrised variant): the offset's penalty λ = N (``apprentice:offset+lambda30``).
 PENALTY_VARIANT = re.compile(r"lambda(\d+(?:\.\d+)?)")
 #: ``exploreN`` and ``halflifeN``: the exploration bonus β = N and its half-life H = N pages
-#: (``apprentice:explore1``, ``apprentice:offset+explore2+halflife250``).
+#: (``apprentice:explore1``, ``apprentice:offset+explore2+halflife250``); ``siblingsN`` and ``pseudoN``:
+#: sibling feedback γ = N and its pseudo-count m = N; ``refreshN``: re-score every N pages.
 EXPLORE_VARIANTS = {
     "explore": (re.compile(r"explore(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_EXPLORE"),
     "halflife": (re.compile(r"halflife(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE"),
+    "siblings": (re.compile(r"siblings(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_SIBLINGS"),
+    "pseudo": (re.compile(r"pseudo(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_SIBLINGS_PSEUDO"),
+    "refresh": (re.compile(r"refresh(\d+)"), "FOCUSED_APPRENTICE_REFRESH_PAGES"),
 }
 
 
 def variant_settings(variant: str) -> dict[str, Any] | None:
-    """The settings of one bench variant (``VARIANTS``, ``lambdaN``, ``exploreN``, ``halflifeN``), else ``None``."""
+    """The settings of one bench variant (``VARIANTS``, ``lambdaN``, ``exploreN``, ``siblingsN``...), else ``None``."""
     if variant in VARIANTS:
         return VARIANTS[variant]
     match = PENALTY_VARIANT.fullmatch(variant)
@@ -105,7 +109,8 @@ def variant_settings(variant: str) -> dict[str, Any] | None:
     for pattern, setting in EXPLORE_VARIANTS.values():
         match = pattern.fullmatch(variant)
         if match:
-            return {setting: float(match.group(1))}
+            value = match.group(1)
+            return {setting: int(value) if setting.endswith("_PAGES") else float(value)}
     return None
 
 
@@ -130,7 +135,7 @@ def split_strategy(name: str) -> tuple[str, dict[str, Any]]:
     unknown = [v for v, s in zip(parts, found, strict=True) if s is None]
     if unknown:
         if strategy in VARIANT_BASES:
-            valid = ", ".join([*VARIANTS, "lambdaN", "exploreN", "halflifeN"])
+            valid = ", ".join([*VARIANTS, "lambdaN", *(f"{name}N" for name in EXPLORE_VARIANTS)])
             raise ValueError(f"unknown strategy variant {unknown[0]!r} in {name!r}; valid: {valid}")
         return name, {}
     settings: dict[str, Any] = {}

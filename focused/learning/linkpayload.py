@@ -98,11 +98,12 @@ def unpack_bytes(data: np.ndarray, lengths: np.ndarray) -> list[LinkPayload]:
 
 
 def unpack(payloads: Sequence[LinkPayload], n_side: int) -> tuple[list[np.ndarray], np.ndarray | None]:
-    """Feature id arrays and, if ``n_side``, the (n, n_side) side features of payloads."""
+    """Feature id arrays and, if ``n_side``, the (n, n_side) side features of payloads (their first
+    ``n_side`` side columns: a sibling-feedback payload carries its source's tag after them)."""
     ids = [p.ids for p in payloads]
     if not n_side:
         return ids, None
-    sides = [p.side for p in payloads if p.side is not None]
+    sides = [p.side for p in payloads if p.side is not None and len(p.side) >= n_side]
     if len(sides) != len(payloads):
         raise ValueError("the model needs side features, but a link payload has none")
-    return ids, np.stack(sides).astype(np.float64)
+    return ids, np.stack([s[:n_side] for s in sides]).astype(np.float64)  # more columns: a source tag

@@ -34,18 +34,18 @@ from typing import Any
 
 import numpy as np
 
-from focused.learning.apprentice import Apprentice, ApprenticeModel, critic_views
+from focused.learning.apprentice import Apprentice, ApprenticeModel
 from focused.learning.explore import NoveltyBonus
 from focused.learning.gate import SwitchGate
-from focused.learning.hashing import feature_ids
 from focused.learning.htmlpage import ParsedPage
 from focused.learning.linkbatch import LinkBatch
-from focused.learning.linkfeatures import class_features
-from focused.learning.linkids import page_link_ids, parse_for_links, with_extra
+from focused.learning.linkids import parse_for_links
 from focused.learning.linkpayload import LinkPayload, page_key, target_group
 from focused.learning.linkpayload import pack as _pack
 from focused.learning.linkpayload import unpack as _unpack
 from focused.learning.linkpayload import unpack_bytes as _unpack_bytes
+from focused.learning.pagelinks import page_payloads
+from focused.learning.siblings import SiblingFeedback, payload_tags, shift_logits
 from focused.learning.snippet import SNIPPET_MEMO as SNIPPET_MEMO
 from focused.learning.snippet import SnippetCritic, make_snippet_critic
 from focused.priority import score_to_priority
@@ -85,6 +85,9 @@ class OnlineApprentice:
         the calibrated prior's (:mod:`focused.learning.gate`; needs side features).
     explore
         An exploration bonus for links of little-seen features (:mod:`focused.learning.explore`).
+    siblings
+        Sibling feedback (:mod:`focused.learning.siblings`; needs side features): the source page's
+        tag becomes the last column of every payload's side views.
     """
 
     def __init__(
@@ -100,6 +103,7 @@ class OnlineApprentice:
         anchor_weight: float = 0.7,
         gate: bool = False,
         explore: NoveltyBonus | None = None,
+        siblings: SiblingFeedback | None = None,
     ) -> None:
         if learner.n_side not in (0, 2):
             raise ValueError(f"the apprentice has {learner.n_side} side features; the crawler computes 0 or 2")
@@ -129,6 +133,7 @@ class OnlineApprentice:
         self.gate = SwitchGate() if gate and learner.n_side == 2 and learn else None
         self.gate_flipped = False  # the last batch opened or closed the gate
         self.explore = explore
+        self.siblings = siblings if learner.n_side else None
 
     # -- features -----------------------------------------------------------------
 
@@ -142,29 +147,21 @@ class OnlineApprentice:
         *,
         parsed: ParsedPage | None = None,
     ) -> list[LinkPayload]:
-        """The payload of each link (u, v) of page u, in the order of ``links``.
-
-        ``relevance`` and ``top_classes`` are the critic's verdict on u. A link
-        the feature extractor did not see (e.g. a URL Scrapy's link extractor
-        normalised differently) gets only the page-level features and an empty
-        anchor. ``parsed`` is the page's one parse, if the caller has it.
-        """
-        if parsed is None:
-            parsed = parse_for_links(html, url)
-        n_features = self.learner.n_features
-        targets, target_ids, target_anchors = page_link_ids(parsed, url, self.d_max, n_features)
-        by_key: dict[str, int] = {}
-        for i, target in enumerate(targets):
-            by_key.setdefault(page_key(target), i)
-        found = [by_key.get(page_key(link)) for link in links]
-        extra = class_features(top_classes) if self.class_features else []
-        extra_ids = np.asarray(feature_ids(n_features).ids(extra), dtype=np.int32)
-        ids = with_extra([target_ids[i] if i is not None else None for i in found], extra_ids)
-        if self.snippet_critic is None:
-            return [LinkPayload(x) for x in ids]
-        anchors = [target_anchors[i] if i is not None else "" for i in found]
-        side = critic_views(relevance, self.snippet_critic(anchors, links)).astype(np.float32)
-        return [LinkPayload(x, s) for x, s in zip(ids, side, strict=True)]
+        """The payload of each link (u, v) of page u, in the order of ``links`` (see
+        :func:`~focused.learning.pagelinks.page_payloads`); ``parsed`` is the page's one parse, if the
+        caller has it."""
+        return page_payloads(
+            parse_for_links(html, url) if parsed is None else parsed,
+            url,
+            links,
+            relevance=relevance,
+            top_classes=top_classes,
+            n_features=self.learner.n_features,
+            d_max=self.d_max,
+            with_classes=self.class_features,
+            snippet_critic=self.snippet_critic,
+            tagged=self.siblings is not None,
+        )
 
     # -- the feedback loop --------------------------------------------------------
 
@@ -179,6 +176,8 @@ class OnlineApprentice:
                     self._buffer.append((payload, relevance, target_group(key)))
                     if self.explore is not None:
                         self.explore.observe([payload.ids])
+                    if self.siblings is not None and payload.side is not None:
+                        self.siblings.observe([payload.side[-1]], relevance)
                 else:
                     self._pending.setdefault(key, []).append(payload)
 
@@ -198,6 +197,9 @@ class OnlineApprentice:
             if self.explore is not None:
                 self.explore.observe([p.ids for p in found])
                 self.explore.page_fetched(relevance)
+            if self.siblings is not None:
+                self.siblings.observe([p.side[-1] for p in found if p.side is not None], relevance)
+                self.siblings.page_judged(relevance)
             self._pages_in_batch += 1
             return self.learn and self._pages_in_batch >= self.batch_size
 
@@ -267,8 +269,8 @@ class OnlineApprentice:
         keep their priority (``None``).
         """
         out: list[int | None] = [None] * len(payloads_per_entry)
-        if self.model is None and (self.explore is None or self.snippet_critic is None):
-            return out  # before a model the prior stands, unless exploration bonuses move
+        if self.model is None and ((self.explore is None and self.siblings is None) or self.snippet_critic is None):
+            return out  # before a model the prior stands, unless exploration bonuses or sibling terms move
         scored = self._link_scores(payloads_per_entry)
         if scored is None:
             return out
@@ -293,9 +295,10 @@ class OnlineApprentice:
             batch = payloads_per_entry
             if not batch.n_links:
                 return None
-            if n_side and (batch.side is None or batch.side.shape[1] != n_side):
+            if n_side and (batch.side is None or batch.side.shape[1] < n_side):
                 raise ValueError("the model needs side features, but a link payload has none")
-            side = batch.side.astype(np.float64) if n_side and batch.side is not None else None
+            side = batch.side[:, :n_side].astype(np.float64) if n_side and batch.side is not None else None
+            tags = batch.side[:, -1] if self.siblings is not None and batch.side is not None else None
             ids: Any = batch.matrix(self.learner.n_features)
             owners = batch.owners()
             bonus = self.explore.bonus(batch.lengths, batch.ids) if self.explore is not None else None
@@ -311,6 +314,7 @@ class OnlineApprentice:
                 return None
             ids, side = _unpack(flat, n_side)
             owners = np.asarray(owned, dtype=np.int64)
+            tags = payload_tags(flat) if self.siblings is not None else None
             bonus = self.explore.bonus_rows(ids) if self.explore is not None else None
         if serving is None:  # the gate closed: back to the prior
             assert side is not None
@@ -319,6 +323,8 @@ class OnlineApprentice:
             scores = np.asarray(serving.predict(ids, side), dtype=np.float64)
         if self.explore is not None and bonus is not None:
             scores = self.explore.apply(scores, bonus)
+        if self.siblings is not None and tags is not None:
+            scores = shift_logits(scores, self.siblings.term(tags))
         return scores, owners
 
     # -- introspection and persistence -----------------------------------------------
@@ -362,6 +368,7 @@ class OnlineApprentice:
             "buffer_relevance": buffer_rel,
             "buffer_groups": buffer_groups,
             **(self.explore.state_arrays() if self.explore is not None else {}),
+            **(self.siblings.state_arrays() if self.siblings is not None else {}),
         }
 
     def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
@@ -396,3 +403,5 @@ class OnlineApprentice:
                 self.gate.restore(header["gate"])
             if self.explore is not None:
                 self.explore.restore_arrays(arrays)
+            if self.siblings is not None:
+                self.siblings.restore_arrays(arrays)

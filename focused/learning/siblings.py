@@ -1,0 +1,151 @@
+"""Sibling feedback: a waiting link gains when its source page's fetched links led to relevant pages. Scrapy-free.
+
+The paper's online feedback reaches a waiting link only through the apprentice,
+which learns link contexts from a batch of pages and switches in after
+hundreds. Aggarwal et al. (2001) use a faster signal, the *sibling* factor: a
+page whose other children were on topic is a hub, so its unfetched children are
+worth more. Here it is a correction of the link's logit, live from the first
+page judged:
+
+    term(u) = γ · (logit q_u − logit p̄),   q_u = (R_u + m·p̄) / (n_u + m),
+
+where ``n_u`` links of the source page u lead to pages judged so far, ``R_u``
+is the sum of the critic's Pr(c*|v) over those pages, ``p̄`` is the mean
+relevance of every page judged in the crawl (smoothed) and ``m`` the
+pseudo-count that shrinks a page of few judged children towards it. A page none
+of whose children has been judged gets 0; one whose judged children were on
+topic more often than the crawl's pages gets a positive term; a waiting URL of
+several parents takes the best. The term moves priorities only when the
+frontier is re-scored (every ``refresh`` pages, see the crawler's feedback loop).
+
+A link's source page travels with its payload as a 24-bit tag (:func:`source_tag`),
+the last column of the payload's side views (exact in float32), so that a
+frontier store keeps it without another format.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+
+import numpy as np
+
+from focused.learning.linkpayload import LinkPayload, page_key, target_group
+
+__all__ = ["TAG_BITS", "SiblingFeedback", "payload_tags", "shift_logits", "source_tag"]
+
+#: Bits of a source page's tag: integers below 2**24 are exact in float32.
+TAG_BITS = 24
+_MASK = (1 << TAG_BITS) - 1
+#: Relevances are kept away from 0 and 1 before a logit.
+_EPS = 1e-3
+
+
+def source_tag(url: str) -> float:
+    """The tag of page ``url`` as a source of links: 24 bits of its :func:`target_group`, as a float."""
+    return float(target_group(page_key(url)) & _MASK)
+
+
+def payload_tags(payloads: Sequence[LinkPayload]) -> np.ndarray | None:
+    """The source tags (last side column) of payloads, or ``None`` if one has no side views."""
+    sides = [p.side for p in payloads]
+    if any(side is None for side in sides):
+        return None
+    return np.fromiter((side[-1] for side in sides if side is not None), dtype=np.float64, count=len(sides))
+
+
+def shift_logits(scores: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """``σ(logit(score) + offset)``: scores moved in logit space, still inside (0, 1)."""
+    p = np.clip(np.asarray(scores, dtype=np.float64), 1e-12, 1.0 - 1e-12)
+    return 1.0 / (1.0 + np.exp(-(np.log(p) - np.log1p(-p) + offset)))
+
+
+class SiblingFeedback:
+    """Per-source counts of judged children and the logit term they give (module docstring).
+
+    Parameters
+    ----------
+    weight
+        γ, the term's weight in logit units (> 0).
+    pseudo_count
+        ``m``: judged children that weigh as much as the crawl's mean relevance.
+    """
+
+    def __init__(self, weight: float, pseudo_count: float = 2.0) -> None:
+        if not weight > 0:
+            raise ValueError(f"the sibling weight must be > 0, got {weight}")
+        if not pseudo_count > 0:
+            raise ValueError(f"the sibling pseudo-count must be > 0, got {pseudo_count}")
+        self.weight = float(weight)
+        self.pseudo_count = float(pseudo_count)
+        self._children: dict[int, list[float]] = {}  # tag -> [n judged children, sum of their relevance]
+        self.pages = 0
+        self.relevance_sum = 0.0
+        self._table: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # sorted tags, n, R
+
+    # -- evidence ---------------------------------------------------------------------
+
+    def observe(self, tags: np.ndarray | list[float], relevance: float) -> None:
+        """Links from the source pages ``tags`` (one per link) lead to a page judged ``relevance``."""
+        for tag in np.asarray(tags, dtype=np.float64).astype(np.int64).tolist():
+            counts = self._children.setdefault(tag, [0.0, 0.0])
+            counts[0] += 1.0
+            counts[1] += float(relevance)
+        self._table = None
+
+    def page_judged(self, relevance: float) -> None:
+        self.pages += 1
+        self.relevance_sum += float(relevance)
+
+    @property
+    def mean_relevance(self) -> float:
+        """p̄: the mean relevance of the pages judged, with one pseudo-page at ½."""
+        return float(np.clip((self.relevance_sum + 0.5) / (self.pages + 1), _EPS, 1.0 - _EPS))
+
+    # -- the term ---------------------------------------------------------------------
+
+    def term(self, tags: np.ndarray) -> np.ndarray:
+        """The logit term of links from the source pages ``tags`` (0 for a source of no judged child)."""
+        tags = np.asarray(tags, dtype=np.float64).astype(np.int64)
+        out = np.zeros(len(tags), dtype=np.float64)
+        if not self._children or not len(tags):
+            return out
+        keys, n, total = self._sorted()
+        at = np.clip(np.searchsorted(keys, tags), 0, len(keys) - 1)
+        known = keys[at] == tags
+        if not known.any():
+            return out
+        p = self.mean_relevance
+        m = self.pseudo_count
+        q = np.clip((total[at[known]] + m * p) / (n[at[known]] + m), _EPS, 1.0 - _EPS)
+        out[known] = self.weight * (np.log(q / (1.0 - q)) - np.log(p / (1.0 - p)))
+        return out
+
+    def _sorted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        if self._table is None:
+            keys = np.fromiter(self._children, dtype=np.int64, count=len(self._children))
+            counts = np.array(list(self._children.values()), dtype=np.float64).reshape(-1, 2)
+            order = np.argsort(keys)
+            self._table = keys[order], counts[order, 0], counts[order, 1]
+        return self._table
+
+    # -- checkpoints: plain arrays ----------------------------------------------------------
+
+    def state_arrays(self) -> dict[str, np.ndarray]:
+        keys, n, total = self._sorted() if self._children else (np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+        return {
+            "siblings_tags": keys.astype(np.int64),
+            "siblings_counts": np.stack([n, total], axis=1) if len(keys) else np.zeros((0, 2)),
+            "siblings_pages": np.array([self.pages, self.relevance_sum], dtype=np.float64),
+        }
+
+    def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
+        if "siblings_tags" not in arrays:
+            return
+        tags = np.asarray(arrays["siblings_tags"], dtype=np.int64)
+        counts = np.asarray(arrays["siblings_counts"], dtype=np.float64).reshape(-1, 2)
+        if len(tags) != len(counts) or (tags.size and (tags.min() < 0 or tags.max() > _MASK)):
+            raise ValueError("sibling counts do not match their tags")
+        self._children = {int(t): [float(a), float(b)] for t, (a, b) in zip(tags, counts, strict=True)}
+        pages, total = np.asarray(arrays["siblings_pages"], dtype=np.float64).ravel()[:2]
+        self.pages, self.relevance_sum = int(pages), float(total)
+        self._table = None
