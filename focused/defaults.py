@@ -141,6 +141,9 @@ FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE = False
 FOCUSED_APPRENTICE_SIBLINGS = 0.0
 #: Pseudo-count m of the sibling feedback: judged children that weigh as much as the crawl's mean.
 FOCUSED_APPRENTICE_SIBLINGS_PSEUDO = 2.0
+#: Compare a source page's judged children with the critic's views of their links (the prior's scores)
+#: rather than with the crawl's mean relevance (bench variant expected).
+FOCUSED_APPRENTICE_SIBLINGS_EXPECTED = False
 #: With an exploration bonus or sibling feedback, the waiting URLs are re-scored every this many
 #: pages, the learner's batches aside (bench variant apprentice:refreshN).
 FOCUSED_APPRENTICE_REFRESH_PAGES = 50

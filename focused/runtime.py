@@ -214,7 +214,11 @@ class CrawlRuntime:
         weight = self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS", 0.0)
         if weight <= 0:
             return None
-        return SiblingFeedback(weight, self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS_PSEUDO", 2.0))
+        return SiblingFeedback(
+            weight,
+            self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS_PSEUDO", 2.0),
+            self.settings.getbool("FOCUSED_APPRENTICE_SIBLINGS_EXPECTED", False),
+        )
 
     def judge(self, url: str, text: str) -> Verdict:
         """The critic's verdict on a page, computed once per URL."""

@@ -160,3 +160,21 @@ def test_a_crawl_with_sibling_feedback_turns_to_the_hub_whose_leaves_were_on_top
     assert sport[1] >= sport[0] + 10
     assert result.stats["focused/apprentice/refreshes"] >= 4
     assert "sibling terms refreshed" in result.log.read_text()
+
+
+def test_expected_compares_the_children_with_what_the_views_predicted():
+    plain, expected = SiblingFeedback(1.0), SiblingFeedback(1.0, expected=True)
+    hub, list_page = source_tag(HUB), source_tag(DULL)
+    for s in (plain, expected):
+        for _ in range(4):
+            s.observe([hub], 0.9, np.array([0.9]))  # the views already rated these links well
+            s.observe([list_page], 0.9, np.array([0.2]))  # the views missed these
+            s.page_judged(0.9)
+            s.page_judged(0.9)
+    hub_plain, list_plain = plain.term(np.array([hub, list_page]))
+    hub_expected, list_expected = expected.term(np.array([hub, list_page]))
+    assert hub_plain == pytest.approx(list_plain)  # the same children: the same term against the crawl's mean
+    assert abs(hub_expected) < 0.05 < list_expected  # only the source whose children beat the views gains
+    again = SiblingFeedback(1.0, expected=True)
+    again.restore_arrays(expected.state_arrays())
+    np.testing.assert_allclose(again.term(np.array([hub, list_page])), [hub_expected, list_expected])

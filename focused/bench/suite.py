@@ -81,7 +81,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     **{factor: {"FOCUSED_INTELLIGENT_FACTORS": factor} for factor in ("content", "url", "link", "sibling")},
     "soft": {"FOCUSED_INTELLIGENT_SOFT": True},
     # with exploreN: the bonus scaled by the off-topic share of the last 50 pages (apprentice:explore4+adaptive)
-    "adaptive": {"FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE": True},  # K counts Pr(c*|page), not a thresholded verdict
+    "adaptive": {"FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE": True},
+    # with siblingsN: a source's children against the critic's views of their links, not the crawl's mean
+    "expected": {"FOCUSED_APPRENTICE_SIBLINGS_EXPECTED": True},  # K counts Pr(c*|page), not a thresholded verdict
 }
 
 

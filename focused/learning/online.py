@@ -26,10 +26,9 @@ views are side features of every instance, which the model stacks with the
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -41,9 +40,8 @@ from focused.learning.htmlpage import ParsedPage
 from focused.learning.linkbatch import LinkBatch
 from focused.learning.linkids import parse_for_links
 from focused.learning.linkpayload import LinkPayload, page_key, target_group
-from focused.learning.linkpayload import pack as _pack
 from focused.learning.linkpayload import unpack as _unpack
-from focused.learning.linkpayload import unpack_bytes as _unpack_bytes
+from focused.learning.online_state import OnlineState
 from focused.learning.pagelinks import page_payloads
 from focused.learning.siblings import SiblingFeedback, payload_tags, shift_logits
 from focused.learning.snippet import SNIPPET_MEMO as SNIPPET_MEMO
@@ -55,7 +53,7 @@ logger = logging.getLogger(__name__)
 __all__ = ["LinkPayload", "OnlineApprentice", "SnippetCritic", "make_snippet_critic", "page_key"]
 
 
-class OnlineApprentice:
+class OnlineApprentice(OnlineState):
     """The apprentice's state during one crawl (see the module docstring).
 
     Parameters
@@ -176,8 +174,8 @@ class OnlineApprentice:
                     self._buffer.append((payload, relevance, target_group(key)))
                     if self.explore is not None:
                         self.explore.observe([payload.ids])
-                    if self.siblings is not None and payload.side is not None:
-                        self.siblings.observe([payload.side[-1]], relevance)
+                    if self.siblings is not None:
+                        self.siblings.observe_payloads([payload], relevance, self.prior)
                 else:
                     self._pending.setdefault(key, []).append(payload)
 
@@ -198,7 +196,7 @@ class OnlineApprentice:
                 self.explore.observe([p.ids for p in found])
                 self.explore.page_fetched(relevance)
             if self.siblings is not None:
-                self.siblings.observe([p.side[-1] for p in found if p.side is not None], relevance)
+                self.siblings.observe_payloads(found, relevance, self.prior)
                 self.siblings.page_judged(relevance)
             self._pages_in_batch += 1
             return self.learn and self._pages_in_batch >= self.batch_size
@@ -298,7 +296,8 @@ class OnlineApprentice:
             if n_side and (batch.side is None or batch.side.shape[1] < n_side):
                 raise ValueError("the model needs side features, but a link payload has none")
             side = batch.side[:, :n_side].astype(np.float64) if n_side and batch.side is not None else None
-            tags = batch.side[:, -1] if self.siblings is not None and batch.side is not None else None
+            tagged = self.siblings is not None and batch.side is not None and batch.side.shape[1] > n_side
+            tags = batch.side[:, n_side] if tagged and batch.side is not None else None
             ids: Any = batch.matrix(self.learner.n_features)
             owners = batch.owners()
             bonus = self.explore.bonus(batch.lengths, batch.ids) if self.explore is not None else None
@@ -314,7 +313,7 @@ class OnlineApprentice:
                 return None
             ids, side = _unpack(flat, n_side)
             owners = np.asarray(owned, dtype=np.int64)
-            tags = payload_tags(flat) if self.siblings is not None else None
+            tags = payload_tags(flat, n_side) if self.siblings is not None else None
             bonus = self.explore.bonus_rows(ids) if self.explore is not None else None
         if serving is None:  # the gate closed: back to the prior
             assert side is not None
@@ -332,76 +331,3 @@ class OnlineApprentice:
     @property
     def pending_links(self) -> int:
         return sum(len(v) for v in self._pending.values())
-
-    def state_arrays(self) -> dict[str, np.ndarray]:
-        """The crawl-time state (pending links, fetched pages, buffered instances) as plain arrays.
-
-        No pickle: payloads as bytes (:meth:`LinkPayload.to_bytes`), URL keys as
-        JSON text. The learner and the model are saved separately.
-        """
-        with self._lock:
-            pending_keys = list(self._pending)
-            pending = [p for k in pending_keys for p in self._pending[k]]
-            counts = np.array([len(self._pending[k]) for k in pending_keys], dtype=np.int64)
-            fetched_keys = list(self._fetched)
-            fetched = np.array([self._fetched[k] for k in fetched_keys], dtype=np.float64)
-            buffered = [p for p, _, _ in self._buffer]
-            buffer_rel = np.array([r for _, r, _ in self._buffer], dtype=np.float64)
-            buffer_groups = np.array([g for _, _, g in self._buffer], dtype=np.int64)
-            header = {
-                "pages_in_batch": self._pages_in_batch,
-                "instances_seen": self.instances_seen,
-                "gate": self.gate.state() if self.gate is not None else None,
-                "pending_keys": pending_keys,
-                "fetched_keys": fetched_keys,
-            }
-        pending_data, pending_lengths = _pack(pending)
-        buffer_data, buffer_lengths = _pack(buffered)
-        return {
-            "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
-            "pending_counts": counts,
-            "pending_data": pending_data,
-            "pending_lengths": pending_lengths,
-            "fetched": fetched,
-            "buffer_data": buffer_data,
-            "buffer_lengths": buffer_lengths,
-            "buffer_relevance": buffer_rel,
-            "buffer_groups": buffer_groups,
-            **(self.explore.state_arrays() if self.explore is not None else {}),
-            **(self.siblings.state_arrays() if self.siblings is not None else {}),
-        }
-
-    def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
-        """Inverse of :meth:`state_arrays`; ``ValueError`` (or ``KeyError``) for arrays it did not write."""
-        header = json.loads(bytes(arrays["header"]).decode())
-        pending = _unpack_bytes(arrays["pending_data"], arrays["pending_lengths"])
-        counts = [int(c) for c in arrays["pending_counts"]]
-        keys = header["pending_keys"]
-        if len(keys) != len(counts) or sum(counts) != len(pending):
-            raise ValueError("pending links do not match their keys")
-        fetched = [float(r) for r in arrays["fetched"]]
-        if len(header["fetched_keys"]) != len(fetched):
-            raise ValueError("fetched pages do not match their keys")
-        buffered = _unpack_bytes(arrays["buffer_data"], arrays["buffer_lengths"])
-        buffer_rel = [float(r) for r in arrays["buffer_relevance"]]
-        groups = [int(g) for g in arrays["buffer_groups"]] if "buffer_groups" in arrays else [-1] * len(buffer_rel)
-        if not len(buffered) == len(buffer_rel) == len(groups):
-            raise ValueError("buffered instances do not match their relevances")
-        grouped: dict[str, list[LinkPayload]] = {}
-        i = 0
-        for key, n in zip(keys, counts, strict=True):
-            grouped[key] = pending[i : i + n]
-            i += n
-        with self._lock:
-            self._pending = grouped
-            self._fetched = dict(zip(header["fetched_keys"], fetched, strict=True))
-            self._buffer = list(zip(buffered, buffer_rel, groups, strict=True))
-            self._stale = []
-            self._pages_in_batch = int(header["pages_in_batch"])
-            self.instances_seen = int(header["instances_seen"])
-            if self.gate is not None and header.get("gate"):
-                self.gate.restore(header["gate"])
-            if self.explore is not None:
-                self.explore.restore_arrays(arrays)
-            if self.siblings is not None:
-                self.siblings.restore_arrays(arrays)

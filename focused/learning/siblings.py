@@ -18,6 +18,13 @@ topic more often than the crawl's pages gets a positive term; a waiting URL of
 several parents takes the best. The term moves priorities only when the
 frontier is re-scored (every ``refresh`` pages, see the crawler's feedback loop).
 
+With ``expected``, u's children are compared with what the critic's views of
+their links predicted instead of with the crawl's mean: ``p̄`` becomes
+``(S_u + m·p̄) / (n_u + m)``, ``S_u`` the sum of the prior's scores of those
+links. A hub whose children the views already rated well gains nothing; one
+whose children beat the views' prediction (a list of names with neutral
+anchors) gains.
+
 A link's source page travels with its payload as a 24-bit tag (:func:`source_tag`),
 the last column of the payload's side views (exact in float32), so that a
 frontier store keeps it without another format.
@@ -25,7 +32,7 @@ frontier store keeps it without another format.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -45,12 +52,13 @@ def source_tag(url: str) -> float:
     return float(target_group(page_key(url)) & _MASK)
 
 
-def payload_tags(payloads: Sequence[LinkPayload]) -> np.ndarray | None:
-    """The source tags (last side column) of payloads, or ``None`` if one has no side views."""
-    sides = [p.side for p in payloads]
-    if any(side is None for side in sides):
-        return None
-    return np.fromiter((side[-1] for side in sides if side is not None), dtype=np.float64, count=len(sides))
+def payload_tags(payloads: Sequence[LinkPayload], n_views: int = 2) -> np.ndarray:
+    """The source tag of each payload (its side column after the ``n_views`` views), −1 if it has none."""
+    return np.fromiter(
+        (p.side[n_views] if p.side is not None and len(p.side) > n_views else -1.0 for p in payloads),
+        dtype=np.float64,
+        count=len(payloads),
+    )
 
 
 def shift_logits(scores: np.ndarray, offset: np.ndarray) -> np.ndarray:
@@ -68,29 +76,46 @@ class SiblingFeedback:
         γ, the term's weight in logit units (> 0).
     pseudo_count
         ``m``: judged children that weigh as much as the crawl's mean relevance.
+    expected
+        Compare a source's children with the prior's scores of their links (module docstring).
     """
 
-    def __init__(self, weight: float, pseudo_count: float = 2.0) -> None:
+    def __init__(self, weight: float, pseudo_count: float = 2.0, expected: bool = False) -> None:
         if not weight > 0:
             raise ValueError(f"the sibling weight must be > 0, got {weight}")
         if not pseudo_count > 0:
             raise ValueError(f"the sibling pseudo-count must be > 0, got {pseudo_count}")
         self.weight = float(weight)
         self.pseudo_count = float(pseudo_count)
-        self._children: dict[int, list[float]] = {}  # tag -> [n judged children, sum of their relevance]
+        self.expected = bool(expected)
+        #: tag -> [n judged children, sum of their relevance, sum of the prior's scores of their links]
+        self._children: dict[int, list[float]] = {}
         self.pages = 0
         self.relevance_sum = 0.0
-        self._table: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None  # sorted tags, n, R
+        self._table: tuple[np.ndarray, np.ndarray] | None = None  # sorted tags, their counts
 
     # -- evidence ---------------------------------------------------------------------
 
-    def observe(self, tags: np.ndarray | list[float], relevance: float) -> None:
-        """Links from the source pages ``tags`` (one per link) lead to a page judged ``relevance``."""
-        for tag in np.asarray(tags, dtype=np.float64).astype(np.int64).tolist():
-            counts = self._children.setdefault(tag, [0.0, 0.0])
+    def observe(self, tags: np.ndarray | list[float], relevance: float, prior: np.ndarray | None = None) -> None:
+        """Links from the source pages ``tags`` (one per link), scored ``prior`` by the critic's views,
+        lead to a page judged ``relevance``."""
+        keys = np.asarray(tags, dtype=np.float64).astype(np.int64).tolist()
+        expected = [0.0] * len(keys) if prior is None else np.asarray(prior, dtype=np.float64).tolist()
+        for tag, score in zip(keys, expected, strict=True):
+            counts = self._children.setdefault(tag, [0.0, 0.0, 0.0])
             counts[0] += 1.0
             counts[1] += float(relevance)
+            counts[2] += score
         self._table = None
+
+    def observe_payloads(
+        self, payloads: Sequence[LinkPayload], relevance: float, prior: Callable[[np.ndarray], np.ndarray]
+    ) -> None:
+        """:meth:`observe` the links of tagged payloads (two views, then the tag); ``prior`` scores the views."""
+        sides = [p.side for p in payloads if p.side is not None and len(p.side) == 3]  # untagged: from before
+        if sides:
+            views = np.array(sides, dtype=np.float64)
+            self.observe(views[:, 2], relevance, prior(views[:, :2]))
 
     def page_judged(self, relevance: float) -> None:
         self.pages += 1
@@ -105,36 +130,37 @@ class SiblingFeedback:
 
     def term(self, tags: np.ndarray) -> np.ndarray:
         """The logit term of links from the source pages ``tags`` (0 for a source of no judged child)."""
-        tags = np.asarray(tags, dtype=np.float64).astype(np.int64)
+        tags = np.asarray(tags, dtype=np.float64).astype(np.int64)  # −1: no tag, never a source's
         out = np.zeros(len(tags), dtype=np.float64)
         if not self._children or not len(tags):
             return out
-        keys, n, total = self._sorted()
+        keys, counts = self._sorted()
         at = np.clip(np.searchsorted(keys, tags), 0, len(keys) - 1)
         known = keys[at] == tags
         if not known.any():
             return out
-        p = self.mean_relevance
-        m = self.pseudo_count
-        q = np.clip((total[at[known]] + m * p) / (n[at[known]] + m), _EPS, 1.0 - _EPS)
-        out[known] = self.weight * (np.log(q / (1.0 - q)) - np.log(p / (1.0 - p)))
+        n, total, prior = counts[at[known]].T
+        p, m = self.mean_relevance, self.pseudo_count
+        q = np.clip((total + m * p) / (n + m), _EPS, 1.0 - _EPS)
+        base = np.clip((prior + m * p) / (n + m), _EPS, 1.0 - _EPS) if self.expected else p
+        out[known] = self.weight * (np.log(q / (1.0 - q)) - np.log(base / (1.0 - base)))
         return out
 
-    def _sorted(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def _sorted(self) -> tuple[np.ndarray, np.ndarray]:
         if self._table is None:
             keys = np.fromiter(self._children, dtype=np.int64, count=len(self._children))
-            counts = np.array(list(self._children.values()), dtype=np.float64).reshape(-1, 2)
+            counts = np.array(list(self._children.values()), dtype=np.float64).reshape(-1, 3)
             order = np.argsort(keys)
-            self._table = keys[order], counts[order, 0], counts[order, 1]
+            self._table = keys[order], counts[order]
         return self._table
 
     # -- checkpoints: plain arrays ----------------------------------------------------------
 
     def state_arrays(self) -> dict[str, np.ndarray]:
-        keys, n, total = self._sorted() if self._children else (np.zeros(0, np.int64), np.zeros(0), np.zeros(0))
+        keys, counts = self._sorted() if self._children else (np.zeros(0, np.int64), np.zeros((0, 3)))
         return {
             "siblings_tags": keys.astype(np.int64),
-            "siblings_counts": np.stack([n, total], axis=1) if len(keys) else np.zeros((0, 2)),
+            "siblings_counts": counts.copy(),
             "siblings_pages": np.array([self.pages, self.relevance_sum], dtype=np.float64),
         }
 
@@ -142,10 +168,10 @@ class SiblingFeedback:
         if "siblings_tags" not in arrays:
             return
         tags = np.asarray(arrays["siblings_tags"], dtype=np.int64)
-        counts = np.asarray(arrays["siblings_counts"], dtype=np.float64).reshape(-1, 2)
+        counts = np.asarray(arrays["siblings_counts"], dtype=np.float64).reshape(-1, 3)
         if len(tags) != len(counts) or (tags.size and (tags.min() < 0 or tags.max() > _MASK)):
             raise ValueError("sibling counts do not match their tags")
-        self._children = {int(t): [float(a), float(b)] for t, (a, b) in zip(tags, counts, strict=True)}
+        self._children = {int(t): row for t, row in zip(tags.tolist(), counts.tolist(), strict=True)}
         pages, total = np.asarray(arrays["siblings_pages"], dtype=np.float64).ravel()[:2]
         self.pages, self.relevance_sum = int(pages), float(total)
         self._table = None
