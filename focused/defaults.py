@@ -144,6 +144,9 @@ FOCUSED_APPRENTICE_SIBLINGS_PSEUDO = 2.0
 #: Compare a source page's judged children with the critic's views of their links (the prior's scores)
 #: rather than with the crawl's mean relevance (bench variant expected).
 FOCUSED_APPRENTICE_SIBLINGS_EXPECTED = False
+#: Fit the sibling weight during the crawl (at most FOCUSED_APPRENTICE_SIBLINGS): how much the term
+#: adds to the critic's views in predicting the judged links' targets (bench variant learned).
+FOCUSED_APPRENTICE_SIBLINGS_LEARNED = False
 #: With an exploration bonus or sibling feedback, the waiting URLs are re-scored every this many
 #: pages, the learner's batches aside (bench variant apprentice:refreshN).
 FOCUSED_APPRENTICE_REFRESH_PAGES = 50

@@ -218,6 +218,7 @@ class CrawlRuntime:
             weight,
             self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS_PSEUDO", 2.0),
             self.settings.getbool("FOCUSED_APPRENTICE_SIBLINGS_EXPECTED", False),
+            self.settings.getbool("FOCUSED_APPRENTICE_SIBLINGS_LEARNED", False),
         )
 
     def judge(self, url: str, text: str) -> Verdict:

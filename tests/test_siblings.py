@@ -7,7 +7,7 @@ from focused.crawldb import iter_pages
 from focused.learning.apprentice import Apprentice
 from focused.learning.linkbatch import LinkBatch
 from focused.learning.online import LinkPayload, OnlineApprentice
-from focused.learning.siblings import SiblingFeedback, source_tag
+from focused.learning.siblings import LearnedWeight, SiblingFeedback, source_tag
 from focused.replay import ReplayServer
 from tests.sites import HOST, neutral_hubs_site, train_critic
 
@@ -178,3 +178,39 @@ def test_expected_compares_the_children_with_what_the_views_predicted():
     again = SiblingFeedback(1.0, expected=True)
     again.restore_arrays(expected.state_arrays())
     np.testing.assert_allclose(again.term(np.array([hub, list_page])), [hub_expected, list_expected])
+
+
+def test_the_learned_weight_is_what_the_term_adds_to_the_views():
+    rng = np.random.default_rng(0)
+    z, t = rng.normal(size=3000), rng.normal(size=3000)
+    weights = []
+    for c in (0.0, 2.0):  # r ~ σ(0.5 + z + c·t): the term adds nothing, or twice the views' slope
+        learned = LearnedWeight(max_weight=4.0)
+        r = (rng.random(3000) < 1 / (1 + np.exp(-(0.5 + z + c * t)))).astype(float)
+        learned.records.extend(zip(z.tolist(), t.tolist(), r.tolist(), strict=True))
+        learned.maybe_fit()
+        weights.append(learned.value)
+    assert weights[0] < 0.15 and 1.6 < weights[1] < 2.4
+    capped = LearnedWeight(max_weight=1.0)
+    capped.records.extend(zip(z.tolist(), t.tolist(), r.tolist(), strict=True))
+    capped.maybe_fit()
+    assert capped.value == 1.0
+
+
+def test_a_learned_sibling_weight_starts_at_zero_and_follows_the_crawl():
+    s = SiblingFeedback(weight=4.0, learned=True)
+    hubs = [source_tag(f"http://x.test/hub{i}") for i in range(12)]
+    assert s.current_weight == 0.0  # no term before the first fit
+    rng = np.random.default_rng(1)
+    for _ in range(20):  # hubs 0-5 lead to relevant pages, 6-11 not, whatever the views said (0.3)
+        for i, tag in enumerate(hubs):
+            relevance = float(rng.random() < (0.9 if i < 6 else 0.1))
+            s.observe([tag], relevance, np.array([0.3]))
+            s.page_judged(relevance)
+    assert s.learned is not None and s.learned.fits >= 1
+    assert s.current_weight > 0.5
+    good, bad = s.term(np.array([hubs[0], hubs[-1]]))
+    assert good > 0 > bad
+    again = SiblingFeedback(weight=4.0, learned=True)
+    again.restore_arrays(s.state_arrays())
+    assert again.current_weight == s.current_weight and len(again.learned.records) == len(s.learned.records)

@@ -83,7 +83,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # with exploreN: the bonus scaled by the off-topic share of the last 50 pages (apprentice:explore4+adaptive)
     "adaptive": {"FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE": True},
     # with siblingsN: a source's children against the critic's views of their links, not the crawl's mean
-    "expected": {"FOCUSED_APPRENTICE_SIBLINGS_EXPECTED": True},  # K counts Pr(c*|page), not a thresholded verdict
+    "expected": {"FOCUSED_APPRENTICE_SIBLINGS_EXPECTED": True},
+    # with siblingsN: γ fitted during the crawl, at most N
+    "learned": {"FOCUSED_APPRENTICE_SIBLINGS_LEARNED": True},  # K counts Pr(c*|page), not a thresholded verdict
 }
 
 

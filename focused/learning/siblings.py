@@ -25,6 +25,14 @@ links. A hub whose children the views already rated well gains nothing; one
 whose children beat the views' prediction (a list of names with neutral
 anchors) gains.
 
+With ``learned``, γ is not fixed but fitted during the crawl (:class:`LearnedWeight`):
+every judged link (u, v) records the critic's prior logit z of the link, the term
+t of u *before* v counted (γ = 1) and v's relevance; a logistic regression
+r ~ σ(a + b·z + c·t) on the last records then says how much t adds to z, and the
+term's weight becomes c / b, between 0 and the set γ. A crawl where siblings
+predict nothing the views did not (an encyclopedia's heterogeneous links) keeps
+a small weight; one of lists of alike pages (a department's student list) a large one.
+
 A link's source page travels with its payload as a 24-bit tag (:func:`source_tag`),
 the last column of the payload's side views (exact in float32), so that a
 frontier store keeps it without another format.
@@ -32,19 +40,29 @@ frontier store keeps it without another format.
 
 from __future__ import annotations
 
+import math
+from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from focused.learning.linkpayload import LinkPayload, page_key, target_group
 
-__all__ = ["TAG_BITS", "SiblingFeedback", "payload_tags", "shift_logits", "source_tag"]
+__all__ = ["TAG_BITS", "LearnedWeight", "SiblingFeedback", "payload_tags", "shift_logits", "source_tag"]
 
 #: Bits of a source page's tag: integers below 2**24 are exact in float32.
 TAG_BITS = 24
 _MASK = (1 << TAG_BITS) - 1
 #: Relevances are kept away from 0 and 1 before a logit.
 _EPS = 1e-3
+#: The learned weight is fitted on this many most recent judged links ...
+FIT_WINDOW = 20_000
+#: ... once at least MIN_FIT are recorded, again after every REFIT_EVERY new ones.
+MIN_FIT = 100
+REFIT_EVERY = 200
+#: Ridge penalty of the fit's two slopes; the prior's slope b counts at least FLOOR_B in c / b.
+_RIDGE = 1.0
+_FLOOR_B = 0.25
 
 
 def source_tag(url: str) -> float:
@@ -67,6 +85,41 @@ def shift_logits(scores: np.ndarray, offset: np.ndarray) -> np.ndarray:
     return 1.0 / (1.0 + np.exp(-(np.log(p) - np.log1p(-p) + offset)))
 
 
+class LearnedWeight:
+    """γ fitted during the crawl: c / b of r ~ σ(a + b·z + c·t) over recent judged links, in [0, γ_max]."""
+
+    def __init__(self, max_weight: float) -> None:
+        self.max_weight = float(max_weight)
+        self.records: deque[tuple[float, float, float]] = deque(maxlen=FIT_WINDOW)
+        self.since_fit = 0
+        self.value = 0.0  # no term until the first fit
+        self.fits = 0
+
+    def add(self, z: list[float], t: list[float], relevance: float) -> None:
+        self.records.extend((a, b, relevance) for a, b in zip(z, t, strict=True))
+        self.since_fit += len(z)
+
+    def maybe_fit(self) -> None:
+        if len(self.records) < MIN_FIT or (self.fits and self.since_fit < REFIT_EVERY):
+            return
+        self.since_fit = 0
+        self.fits += 1
+        data = np.array(self.records, dtype=np.float64)
+        x = np.column_stack([np.ones(len(data)), data[:, 0], data[:, 1]])
+        y = data[:, 2]
+        w = np.zeros(3)
+        ridge = np.diag([0.0, _RIDGE, _RIDGE])
+        for _ in range(25):  # Newton's method on the penalised log-loss (soft labels are fine)
+            p = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -30, 30)))
+            grad = x.T @ (p - y) + ridge @ w
+            hess = (x * (p * (1 - p))[:, None]).T @ x + ridge + 1e-9 * np.eye(3)
+            step = np.linalg.solve(hess, grad)
+            w -= step
+            if np.abs(step).max() < 1e-6:
+                break
+        self.value = float(np.clip(w[2] / max(w[1], _FLOOR_B), 0.0, self.max_weight))
+
+
 class SiblingFeedback:
     """Per-source counts of judged children and the logit term they give (module docstring).
 
@@ -78,9 +131,11 @@ class SiblingFeedback:
         ``m``: judged children that weigh as much as the crawl's mean relevance.
     expected
         Compare a source's children with the prior's scores of their links (module docstring).
+    learned
+        Fit γ during the crawl, at most ``weight`` (:class:`LearnedWeight`).
     """
 
-    def __init__(self, weight: float, pseudo_count: float = 2.0, expected: bool = False) -> None:
+    def __init__(self, weight: float, pseudo_count: float = 2.0, expected: bool = False, learned: bool = False) -> None:
         if not weight > 0:
             raise ValueError(f"the sibling weight must be > 0, got {weight}")
         if not pseudo_count > 0:
@@ -93,6 +148,7 @@ class SiblingFeedback:
         self.pages = 0
         self.relevance_sum = 0.0
         self._table: tuple[np.ndarray, np.ndarray] | None = None  # sorted tags, their counts
+        self.learned = LearnedWeight(weight) if learned else None
 
     # -- evidence ---------------------------------------------------------------------
 
@@ -101,6 +157,9 @@ class SiblingFeedback:
         lead to a page judged ``relevance``."""
         keys = np.asarray(tags, dtype=np.float64).astype(np.int64).tolist()
         expected = [0.0] * len(keys) if prior is None else np.asarray(prior, dtype=np.float64).tolist()
+        if self.learned is not None:  # what each link's term said before this page counted
+            z = [_logit(min(max(score, _EPS), 1.0 - _EPS)) for score in expected]
+            self.learned.add(z, [self._unit_term(tag) for tag in keys], float(relevance))
         for tag, score in zip(keys, expected, strict=True):
             counts = self._children.setdefault(tag, [0.0, 0.0, 0.0])
             counts[0] += 1.0
@@ -120,6 +179,24 @@ class SiblingFeedback:
     def page_judged(self, relevance: float) -> None:
         self.pages += 1
         self.relevance_sum += float(relevance)
+        if self.learned is not None:
+            self.learned.maybe_fit()
+
+    @property
+    def current_weight(self) -> float:
+        """γ now: the set weight, or the learned one."""
+        return self.weight if self.learned is None else self.learned.value
+
+    def _unit_term(self, tag: int) -> float:
+        """The term of source ``tag`` with γ = 1 (as :meth:`term`, for one source)."""
+        counts = self._children.get(tag)
+        if counts is None:
+            return 0.0
+        n, total, prior = counts
+        p, m = self.mean_relevance, self.pseudo_count
+        q = min(max((total + m * p) / (n + m), _EPS), 1.0 - _EPS)
+        base = min(max((prior + m * p) / (n + m), _EPS), 1.0 - _EPS) if self.expected else p
+        return _logit(q) - _logit(base)
 
     @property
     def mean_relevance(self) -> float:
@@ -132,7 +209,8 @@ class SiblingFeedback:
         """The logit term of links from the source pages ``tags`` (0 for a source of no judged child)."""
         tags = np.asarray(tags, dtype=np.float64).astype(np.int64)  # −1: no tag, never a source's
         out = np.zeros(len(tags), dtype=np.float64)
-        if not self._children or not len(tags):
+        weight = self.current_weight
+        if not self._children or not len(tags) or weight <= 0:
             return out
         keys, counts = self._sorted()
         at = np.clip(np.searchsorted(keys, tags), 0, len(keys) - 1)
@@ -143,7 +221,7 @@ class SiblingFeedback:
         p, m = self.mean_relevance, self.pseudo_count
         q = np.clip((total + m * p) / (n + m), _EPS, 1.0 - _EPS)
         base = np.clip((prior + m * p) / (n + m), _EPS, 1.0 - _EPS) if self.expected else p
-        out[known] = self.weight * (np.log(q / (1.0 - q)) - np.log(base / (1.0 - base)))
+        out[known] = weight * (np.log(q / (1.0 - q)) - np.log(base / (1.0 - base)))
         return out
 
     def _sorted(self) -> tuple[np.ndarray, np.ndarray]:
@@ -162,6 +240,15 @@ class SiblingFeedback:
             "siblings_tags": keys.astype(np.int64),
             "siblings_counts": counts.copy(),
             "siblings_pages": np.array([self.pages, self.relevance_sum], dtype=np.float64),
+            **(self._learned_arrays() if self.learned is not None else {}),
+        }
+
+    def _learned_arrays(self) -> dict[str, np.ndarray]:
+        assert self.learned is not None
+        learned = self.learned
+        return {
+            "siblings_records": np.array(learned.records, dtype=np.float64).reshape(-1, 3),
+            "siblings_weight": np.array([learned.value, learned.since_fit, learned.fits], dtype=np.float64),
         }
 
     def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
@@ -175,3 +262,14 @@ class SiblingFeedback:
         pages, total = np.asarray(arrays["siblings_pages"], dtype=np.float64).ravel()[:2]
         self.pages, self.relevance_sum = int(pages), float(total)
         self._table = None
+        if self.learned is not None and "siblings_records" in arrays:
+            records = np.asarray(arrays["siblings_records"], dtype=np.float64).reshape(-1, 3)
+            self.learned.records.clear()
+            self.learned.records.extend((a, b, c) for a, b, c in records.tolist())
+            value, since, fits = np.asarray(arrays["siblings_weight"], dtype=np.float64).ravel()[:3]
+            self.learned.value = float(np.clip(value, 0.0, self.learned.max_weight))
+            self.learned.since_fit, self.learned.fits = int(since), int(fits)
+
+
+def _logit(p: float) -> float:
+    return math.log(p / (1.0 - p))
