@@ -107,6 +107,9 @@ class RelevanceFeedback:
         elif self._moving_terms() and self._pages >= self._refreshed + self.refresh_pages:
             self._refreshed = self._pages
             self.stats.inc_value("focused/apprentice/refreshes")
+            if self.online.siblings is not None:
+                weight = round(self.online.siblings.current_weight, 3)
+                self.stats.set_value("focused/apprentice/siblings_weight", weight)
             if not self.closing:
                 self._rescore_frontier("Exploration bonuses and sibling terms refreshed")
 

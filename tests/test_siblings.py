@@ -187,12 +187,12 @@ def test_the_learned_weight_is_what_the_term_adds_to_the_views():
     for c in (0.0, 2.0):  # r ~ σ(0.5 + z + c·t): the term adds nothing, or twice the views' slope
         learned = LearnedWeight(max_weight=4.0)
         r = (rng.random(3000) < 1 / (1 + np.exp(-(0.5 + z + c * t)))).astype(float)
-        learned.records.extend(zip(z.tolist(), t.tolist(), r.tolist(), strict=True))
+        learned.records.extend((a, b, c, 1.0) for a, b, c in zip(z.tolist(), t.tolist(), r.tolist(), strict=True))
         learned.maybe_fit()
         weights.append(learned.value)
     assert weights[0] < 0.15 and 1.6 < weights[1] < 2.4
     capped = LearnedWeight(max_weight=1.0)
-    capped.records.extend(zip(z.tolist(), t.tolist(), r.tolist(), strict=True))
+    capped.records.extend((a, b, c, 1.0) for a, b, c in zip(z.tolist(), t.tolist(), r.tolist(), strict=True))
     capped.maybe_fit()
     assert capped.value == 1.0
 

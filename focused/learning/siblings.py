@@ -60,6 +60,8 @@ FIT_WINDOW = 20_000
 #: ... once at least MIN_FIT are recorded, again after every REFIT_EVERY new ones.
 MIN_FIT = 100
 REFIT_EVERY = 200
+#: ... and the records hold at least this many judged pages.
+MIN_PAGES = 20
 #: Ridge penalty of the fit's two slopes; the prior's slope b counts at least FLOOR_B in c / b.
 _RIDGE = 1.0
 _FLOOR_B = 0.25
@@ -86,38 +88,48 @@ def shift_logits(scores: np.ndarray, offset: np.ndarray) -> np.ndarray:
 
 
 class LearnedWeight:
-    """γ fitted during the crawl: c / b of r ~ σ(a + b·z + c·t) over recent judged links, in [0, γ_max]."""
+    """γ fitted during the crawl: c / b of r ~ σ(a + b·z + c·t) over recent judged links, in [0, γ_max].
+
+    Each judged page weighs 1, shared by the links that led to it (a page linked from a hundred
+    fetched pages is one observation, not a hundred), and c is taken at the lower end of its
+    confidence interval (c − 2·s.e.), so the term earns its weight from evidence: none at first.
+    """
 
     def __init__(self, max_weight: float) -> None:
         self.max_weight = float(max_weight)
-        self.records: deque[tuple[float, float, float]] = deque(maxlen=FIT_WINDOW)
+        self.records: deque[tuple[float, float, float, float]] = deque(maxlen=FIT_WINDOW)  # z, t, r, weight
         self.since_fit = 0
         self.value = 0.0  # no term until the first fit
         self.fits = 0
 
     def add(self, z: list[float], t: list[float], relevance: float) -> None:
-        self.records.extend((a, b, relevance) for a, b in zip(z, t, strict=True))
+        share = 1.0 / max(len(z), 1)
+        self.records.extend((a, b, relevance, share) for a, b in zip(z, t, strict=True))
         self.since_fit += len(z)
 
     def maybe_fit(self) -> None:
         if len(self.records) < MIN_FIT or (self.fits and self.since_fit < REFIT_EVERY):
             return
+        data = np.array(self.records, dtype=np.float64)
+        if data[:, 3].sum() < MIN_PAGES:
+            return
         self.since_fit = 0
         self.fits += 1
-        data = np.array(self.records, dtype=np.float64)
         x = np.column_stack([np.ones(len(data)), data[:, 0], data[:, 1]])
-        y = data[:, 2]
+        y, weights = data[:, 2], data[:, 3]
         w = np.zeros(3)
         ridge = np.diag([0.0, _RIDGE, _RIDGE])
-        for _ in range(25):  # Newton's method on the penalised log-loss (soft labels are fine)
+        hess = ridge
+        for _ in range(25):  # Newton's method on the weighted, penalised log-loss (soft labels are fine)
             p = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -30, 30)))
-            grad = x.T @ (p - y) + ridge @ w
-            hess = (x * (p * (1 - p))[:, None]).T @ x + ridge + 1e-9 * np.eye(3)
+            grad = x.T @ (weights * (p - y)) + ridge @ w
+            hess = (x * (weights * p * (1 - p))[:, None]).T @ x + ridge + 1e-9 * np.eye(3)
             step = np.linalg.solve(hess, grad)
             w -= step
             if np.abs(step).max() < 1e-6:
                 break
-        self.value = float(np.clip(w[2] / max(w[1], _FLOOR_B), 0.0, self.max_weight))
+        lower = w[2] - 2.0 * math.sqrt(max(float(np.linalg.inv(hess)[2, 2]), 0.0))
+        self.value = float(np.clip(lower / max(w[1], _FLOOR_B), 0.0, self.max_weight))
 
 
 class SiblingFeedback:
@@ -247,7 +259,7 @@ class SiblingFeedback:
         assert self.learned is not None
         learned = self.learned
         return {
-            "siblings_records": np.array(learned.records, dtype=np.float64).reshape(-1, 3),
+            "siblings_records": np.array(learned.records, dtype=np.float64).reshape(-1, 4),
             "siblings_weight": np.array([learned.value, learned.since_fit, learned.fits], dtype=np.float64),
         }
 
@@ -263,9 +275,9 @@ class SiblingFeedback:
         self.pages, self.relevance_sum = int(pages), float(total)
         self._table = None
         if self.learned is not None and "siblings_records" in arrays:
-            records = np.asarray(arrays["siblings_records"], dtype=np.float64).reshape(-1, 3)
+            records = np.asarray(arrays["siblings_records"], dtype=np.float64).reshape(-1, 4)
             self.learned.records.clear()
-            self.learned.records.extend((a, b, c) for a, b, c in records.tolist())
+            self.learned.records.extend((a, b, c, d) for a, b, c, d in records.tolist())
             value, since, fits = np.asarray(arrays["siblings_weight"], dtype=np.float64).ravel()[:3]
             self.learned.value = float(np.clip(value, 0.0, self.learned.max_weight))
             self.learned.since_fit, self.learned.fits = int(since), int(fits)
