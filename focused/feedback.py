@@ -66,6 +66,7 @@ class RelevanceFeedback:
         self._refreshed = 0  # pages at the last refresh of exploration bonuses and sibling terms
         #: with an exploration bonus or sibling feedback, the frontier is re-scored every this many pages
         self.refresh_pages = crawler.settings.getint("FOCUSED_APPRENTICE_REFRESH_PAGES", 50)
+        self._sibling_weight = self._last_refresh_weight = 0.0  # the learned sibling weight now, at the last refresh
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> RelevanceFeedback:
@@ -104,8 +105,9 @@ class RelevanceFeedback:
         batch_done = self.online.observe_page((page.url, *page.aliases), page.relevance)
         if batch_done and not self.training:
             self._in_flight = self._train_batch()
-        elif self._moving_terms() and self._pages >= self._refreshed + self.refresh_pages:
+        elif self._pages >= self._refreshed + self.refresh_pages and self._moving_terms():
             self._refreshed = self._pages
+            self._last_refresh_weight = self._sibling_weight
             self.stats.inc_value("focused/apprentice/refreshes")
             if self.online.siblings is not None:
                 weight = round(self.online.siblings.current_weight, 3)
@@ -114,8 +116,11 @@ class RelevanceFeedback:
                 self._rescore_frontier("Exploration bonuses and sibling terms refreshed")
 
     def _moving_terms(self) -> bool:
-        """Terms of a link's score that change between models: exploration bonuses, sibling feedback."""
-        return self.online.explore is not None or self.online.siblings is not None
+        """Terms of a link's score that change between models: exploration bonuses, sibling feedback (unless
+        its learned weight is 0 now and was at the last refresh: every term is 0, a re-scoring changes nothing)."""
+        siblings = self.online.siblings
+        self._sibling_weight = 0.0 if siblings is None else siblings.current_weight
+        return self.online.explore is not None or self._sibling_weight > 0 or self._last_refresh_weight > 0
 
     def _train_batch(self) -> Deferred[Any]:
         """Train on the buffered instances in a thread; the callback swaps the model in."""
