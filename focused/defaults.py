@@ -147,6 +147,9 @@ FOCUSED_APPRENTICE_SIBLINGS_EXPECTED = False
 #: Fit the sibling weight during the crawl (at most FOCUSED_APPRENTICE_SIBLINGS): how much the term
 #: adds to the critic's views in predicting the judged links' targets (bench variant learned).
 FOCUSED_APPRENTICE_SIBLINGS_LEARNED = False
+#: s of the sibling term's damping (0: off): a source's term is scaled by 1 / (1 + (sd / s)^2), sd the
+#: standard deviation of the critic's anchor logits over its links (bench variant spreadN).
+FOCUSED_APPRENTICE_SIBLINGS_SPREAD = 0.0
 #: With an exploration bonus or sibling feedback, the waiting URLs are re-scored every this many
 #: pages, the learner's batches aside (bench variant apprentice:refreshN).
 FOCUSED_APPRENTICE_REFRESH_PAGES = 50

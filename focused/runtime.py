@@ -219,6 +219,7 @@ class CrawlRuntime:
             self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS_PSEUDO", 2.0),
             self.settings.getbool("FOCUSED_APPRENTICE_SIBLINGS_EXPECTED", False),
             self.settings.getbool("FOCUSED_APPRENTICE_SIBLINGS_LEARNED", False),
+            self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS_SPREAD", 0.0),
         )
 
     def judge(self, url: str, text: str) -> Verdict:

@@ -258,6 +258,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_APPRENTICE_SIBLINGS_PSEUDO": number(0, above=True),
     "FOCUSED_APPRENTICE_SIBLINGS_EXPECTED": boolean(),
     "FOCUSED_APPRENTICE_SIBLINGS_LEARNED": boolean(),
+    "FOCUSED_APPRENTICE_SIBLINGS_SPREAD": number(0),
     "FOCUSED_APPRENTICE_REFRESH_PAGES": whole(1),
     "FOCUSED_APPRENTICE_BINNING": choice(("equal-prob", "fixed"), "binning"),
     "FOCUSED_APPRENTICE_THRESHOLD": number(0, 1),

@@ -214,3 +214,26 @@ def test_a_learned_sibling_weight_starts_at_zero_and_follows_the_crawl():
     again = SiblingFeedback(weight=4.0, learned=True)
     again.restore_arrays(s.state_arrays())
     assert again.current_weight == s.current_weight and len(again.learned.records) == len(s.learned.records)
+
+
+def test_the_spread_of_a_sources_anchors_damps_its_term():
+    def tagged(url, anchor_logits):
+        return [
+            LinkPayload(np.zeros(1, np.int32), np.array([0.0, a, source_tag(url)], np.float32)) for a in anchor_logits
+        ]
+
+    terms = []
+    for scale in (0.0, 1.0):
+        s = SiblingFeedback(weight=1.0, spread_scale=scale)
+        s.note_source(tagged(HUB, [-1.0, -1.0, -1.0, -1.0]))  # a list of alike anchors (names)
+        s.note_source(tagged(DULL, [-4.0, 2.0, -1.0, 3.0]))  # anchors the critic tells apart
+        for _ in range(3):
+            for url in (HUB, DULL):
+                s.observe([source_tag(url)], 0.9)
+                s.page_judged(0.1)
+        terms.append(s.term(np.array([source_tag(HUB), source_tag(DULL)])))
+    (hub, dull), (hub_damped, dull_damped) = terms
+    assert hub == pytest.approx(dull) and hub > 0  # the same children: the same term, undamped
+    assert hub_damped == pytest.approx(hub)  # no spread: no damping
+    spread = np.std([-4.0, 2.0, -1.0, 3.0])
+    assert dull_damped == pytest.approx(dull / (1 + spread**2))

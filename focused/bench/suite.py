@@ -99,6 +99,7 @@ EXPLORE_VARIANTS = {
     "halflife": (re.compile(r"halflife(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE"),
     "siblings": (re.compile(r"siblings(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_SIBLINGS"),
     "pseudo": (re.compile(r"pseudo(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_SIBLINGS_PSEUDO"),
+    "spread": (re.compile(r"spread(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_SIBLINGS_SPREAD"),
     "refresh": (re.compile(r"refresh(\d+)"), "FOCUSED_APPRENTICE_REFRESH_PAGES"),
 }
 

@@ -166,6 +166,8 @@ class OnlineApprentice(OnlineState):
     def observe_links(self, links: Sequence[str], payloads: Sequence[LinkPayload]) -> None:
         """Remember the links of a fetched page until their targets are fetched."""
         with self._lock:
+            if self.siblings is not None:
+                self.siblings.note_source(payloads)
             for link, payload in zip(links, payloads, strict=True):
                 key = page_key(link)
                 relevance = self._fetched.get(key)

@@ -145,9 +145,20 @@ class SiblingFeedback:
         Compare a source's children with the prior's scores of their links (module docstring).
     learned
         Fit γ during the crawl, at most ``weight`` (:class:`LearnedWeight`).
+    spread_scale
+        ``s`` (0: off): a source's term is scaled by 1 / (1 + (σ_u / s)²), σ_u the spread (standard
+        deviation) of the critic's anchor logits over u's links. A list of alike links (names) keeps its
+        term; a page whose anchors the critic already tells apart (an article) gets little.
     """
 
-    def __init__(self, weight: float, pseudo_count: float = 2.0, expected: bool = False, learned: bool = False) -> None:
+    def __init__(
+        self,
+        weight: float,
+        pseudo_count: float = 2.0,
+        expected: bool = False,
+        learned: bool = False,
+        spread_scale: float = 0.0,
+    ) -> None:
         if not weight > 0:
             raise ValueError(f"the sibling weight must be > 0, got {weight}")
         if not pseudo_count > 0:
@@ -155,7 +166,9 @@ class SiblingFeedback:
         self.weight = float(weight)
         self.pseudo_count = float(pseudo_count)
         self.expected = bool(expected)
-        #: tag -> [n judged children, sum of their relevance, sum of the prior's scores of their links]
+        self.spread_scale = float(spread_scale)
+        #: tag -> [n judged children, sum of their relevance, sum of the prior's scores of their links,
+        #: the spread of the critic's anchor logits over the source's links]
         self._children: dict[int, list[float]] = {}
         self.pages = 0
         self.relevance_sum = 0.0
@@ -173,7 +186,7 @@ class SiblingFeedback:
             z = [_logit(min(max(score, _EPS), 1.0 - _EPS)) for score in expected]
             self.learned.add(z, [self._unit_term(tag) for tag in keys], float(relevance))
         for tag, score in zip(keys, expected, strict=True):
-            counts = self._children.setdefault(tag, [0.0, 0.0, 0.0])
+            counts = self._children.setdefault(tag, [0.0, 0.0, 0.0, 0.0])
             counts[0] += 1.0
             counts[1] += float(relevance)
             counts[2] += score
@@ -187,6 +200,15 @@ class SiblingFeedback:
         if sides:
             views = np.array(sides, dtype=np.float64)
             self.observe(views[:, 2], relevance, prior(views[:, :2]))
+
+    def note_source(self, payloads: Sequence[LinkPayload]) -> None:
+        """The links of one fetched page (tagged payloads): with ``spread_scale``, note their anchors' spread."""
+        sides = [p.side for p in payloads if p.side is not None and len(p.side) == 3]
+        if self.spread_scale > 0 and sides:
+            views = np.array(sides, dtype=np.float64)
+            row = self._children.setdefault(int(views[0, 2]), [0.0, 0.0, 0.0, 0.0])
+            row[3] = float(views[:, 1].std())
+            self._table = None
 
     def page_judged(self, relevance: float) -> None:
         self.pages += 1
@@ -204,11 +226,11 @@ class SiblingFeedback:
         counts = self._children.get(tag)
         if counts is None:
             return 0.0
-        n, total, prior = counts
+        n, total, prior, spread = counts
         p, m = self.mean_relevance, self.pseudo_count
         q = min(max((total + m * p) / (n + m), _EPS), 1.0 - _EPS)
         base = min(max((prior + m * p) / (n + m), _EPS), 1.0 - _EPS) if self.expected else p
-        return _logit(q) - _logit(base)
+        return (_logit(q) - _logit(base)) * self._damping(np.array([spread]))[0]
 
     @property
     def mean_relevance(self) -> float:
@@ -229,17 +251,23 @@ class SiblingFeedback:
         known = keys[at] == tags
         if not known.any():
             return out
-        n, total, prior = counts[at[known]].T
+        n, total, prior, spread = counts[at[known]].T
         p, m = self.mean_relevance, self.pseudo_count
         q = np.clip((total + m * p) / (n + m), _EPS, 1.0 - _EPS)
         base = np.clip((prior + m * p) / (n + m), _EPS, 1.0 - _EPS) if self.expected else p
-        out[known] = weight * (np.log(q / (1.0 - q)) - np.log(base / (1.0 - base)))
+        out[known] = weight * (np.log(q / (1.0 - q)) - np.log(base / (1.0 - base))) * self._damping(spread)
         return out
+
+    def _damping(self, spread: np.ndarray) -> np.ndarray:
+        """1 / (1 + (σ_u / s)²) of sources of anchor spread σ_u; 1 without ``spread_scale``."""
+        if self.spread_scale <= 0:
+            return np.ones(len(spread))
+        return 1.0 / (1.0 + (spread / self.spread_scale) ** 2)
 
     def _sorted(self) -> tuple[np.ndarray, np.ndarray]:
         if self._table is None:
             keys = np.fromiter(self._children, dtype=np.int64, count=len(self._children))
-            counts = np.array(list(self._children.values()), dtype=np.float64).reshape(-1, 3)
+            counts = np.array(list(self._children.values()), dtype=np.float64).reshape(-1, 4)
             order = np.argsort(keys)
             self._table = keys[order], counts[order]
         return self._table
@@ -247,7 +275,7 @@ class SiblingFeedback:
     # -- checkpoints: plain arrays ----------------------------------------------------------
 
     def state_arrays(self) -> dict[str, np.ndarray]:
-        keys, counts = self._sorted() if self._children else (np.zeros(0, np.int64), np.zeros((0, 3)))
+        keys, counts = self._sorted() if self._children else (np.zeros(0, np.int64), np.zeros((0, 4)))
         return {
             "siblings_tags": keys.astype(np.int64),
             "siblings_counts": counts.copy(),
@@ -267,7 +295,7 @@ class SiblingFeedback:
         if "siblings_tags" not in arrays:
             return
         tags = np.asarray(arrays["siblings_tags"], dtype=np.int64)
-        counts = np.asarray(arrays["siblings_counts"], dtype=np.float64).reshape(-1, 3)
+        counts = np.asarray(arrays["siblings_counts"], dtype=np.float64).reshape(-1, 4)
         if len(tags) != len(counts) or (tags.size and (tags.min() < 0 or tags.max() > _MASK)):
             raise ValueError("sibling counts do not match their tags")
         self._children = {int(t): row for t, row in zip(tags.tolist(), counts.tolist(), strict=True)}
