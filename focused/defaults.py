@@ -137,8 +137,10 @@ FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE = 0.0
 FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE = False
 #: Sibling feedback gamma (logit units; 0: off): a link's logit gains gamma * (logit q_u - logit p),
 #: q_u the smoothed mean relevance of the pages its source page u led to so far, p the crawl's
-#: (focused.learning.siblings; bench variant apprentice:siblingsN).
-FOCUSED_APPRENTICE_SIBLINGS = 0.0
+#: (focused.learning.siblings; bench variants apprentice:siblingsN, apprentice:nosiblings). On by
+#: default with the spread damping below: +4.8 / +6.0 points on WebKB at 100 / 250 pages, level on
+#: Wikipedia at 100 / 250 / 500 / 1,000 (README, Results).
+FOCUSED_APPRENTICE_SIBLINGS = 2.0
 #: Pseudo-count m of the sibling feedback: judged children that weigh as much as the crawl's mean.
 FOCUSED_APPRENTICE_SIBLINGS_PSEUDO = 2.0
 #: Compare a source page's judged children with the critic's views of their links (the prior's scores)
@@ -149,7 +151,7 @@ FOCUSED_APPRENTICE_SIBLINGS_EXPECTED = False
 FOCUSED_APPRENTICE_SIBLINGS_LEARNED = False
 #: s of the sibling term's damping (0: off): a source's term is scaled by 1 / (1 + (sd / s)^2), sd the
 #: standard deviation of the critic's anchor logits over its links (bench variant spreadN).
-FOCUSED_APPRENTICE_SIBLINGS_SPREAD = 0.0
+FOCUSED_APPRENTICE_SIBLINGS_SPREAD = 2.0
 #: With an exploration bonus or sibling feedback, the waiting URLs are re-scored every this many
 #: pages, the learner's batches aside (bench variant apprentice:refreshN).
 FOCUSED_APPRENTICE_REFRESH_PAGES = 50

@@ -211,7 +211,7 @@ class CrawlRuntime:
 
     def _siblings(self) -> SiblingFeedback | None:
         """The apprentice's sibling feedback from FOCUSED_APPRENTICE_SIBLINGS*, ``None`` when it is off."""
-        weight = self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS", 0.0)
+        weight = self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS", 2.0)
         if weight <= 0:
             return None
         return SiblingFeedback(
@@ -219,7 +219,7 @@ class CrawlRuntime:
             self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS_PSEUDO", 2.0),
             self.settings.getbool("FOCUSED_APPRENTICE_SIBLINGS_EXPECTED", False),
             self.settings.getbool("FOCUSED_APPRENTICE_SIBLINGS_LEARNED", False),
-            self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS_SPREAD", 0.0),
+            self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS_SPREAD", 2.0),
         )
 
     def judge(self, url: str, text: str) -> Verdict:

@@ -14,6 +14,9 @@ APPRENTICE = {
     "FOCUSED_APPRENTICE_MIN_INSTANCES": 20,
     "FOCUSED_APPRENTICE_DMAX": 4,
     "FOCUSED_REPLAY_CONCURRENCY": 1,
+    # what these tests follow is the learned link context; the sibling term (on by default) is one per source
+    # page, the same for a hub's cooking and sport links, and at γ = 2 it reorders the hubs themselves
+    "FOCUSED_APPRENTICE_SIBLINGS": 0,
 }
 PAGES = 25 * 7
 

@@ -76,7 +76,7 @@ def test_a_hubs_waiting_links_rise_above_a_dull_pages_once_the_frontier_is_resco
     assert app.score([hub_waiting[0]])[0] > prior > app.score([dull_waiting[0]])[0]
     # a waiting URL linked from both takes the better parent
     assert app.rescore([[dull_waiting[1], hub_waiting[1]]]) == [hub_p]
-    # off (the default): payloads carry the two views only and the prior's priorities stand
+    # off: payloads carry the two views only and the prior's priorities stand
     plain = side_online()
     waiting = fetch_children(plain, HUB, 0.9)
     assert len(waiting[0].side) == 2 and plain.rescore([[waiting[0]]]) == [None]
@@ -152,7 +152,7 @@ def crawl(hubs, name, **settings):
 
 
 def test_a_crawl_with_sibling_feedback_turns_to_the_hub_whose_leaves_were_on_topic(hubs):
-    _, plain = crawl(hubs, "plain")
+    _, plain = crawl(hubs, "plain", FOCUSED_APPRENTICE_SIBLINGS=0)
     result, fed = crawl(hubs, "siblings", FOCUSED_APPRENTICE_SIBLINGS=2.0, FOCUSED_APPRENTICE_REFRESH_PAGES=5)
     sport = [sum("/b/" in u and u.endswith(".html") for u in order) for order in (plain, fed)]
     # every leaf looks alike to the critic's views: without feedback the crawl fetches them in the
@@ -160,6 +160,9 @@ def test_a_crawl_with_sibling_feedback_turns_to_the_hub_whose_leaves_were_on_top
     assert sport[1] >= sport[0] + 10
     assert result.stats["focused/apprentice/refreshes"] >= 4
     assert "sibling terms refreshed" in result.log.read_text()
+    # on by default (γ = 2), damped by the anchors' spread, which is 0 here (every anchor "item i")
+    _, default = crawl(hubs, "default", FOCUSED_APPRENTICE_REFRESH_PAGES=5)
+    assert default == fed
 
 
 def test_expected_compares_the_children_with_what_the_views_predicted():

@@ -70,7 +70,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # the paper's apprentice: <t,d> features only, the baseline's Pr(c*|u) until switch-in
     "paper": {"FOCUSED_APPRENTICE_ANCHOR_CRITIC": False},
     # never switch in: the critic's blended views of page and anchor alone (no learning)
-    "prior": {"FOCUSED_APPRENTICE_MIN_INSTANCES": 10**9},
+    "prior": {"FOCUSED_APPRENTICE_MIN_INSTANCES": 10**9, "FOCUSED_APPRENTICE_SIBLINGS": 0.0},
+    # the default without sibling feedback (the default before it)
+    "nosiblings": {"FOCUSED_APPRENTICE_SIBLINGS": 0.0},
     # the schedule before the gate: switch in after 200 instances, retrain every 200 pages, no gate
     "ungated": {
         "FOCUSED_APPRENTICE_BATCH": 200,
