@@ -155,6 +155,10 @@ FOCUSED_APPRENTICE_SIBLINGS_SPREAD = 2.0
 #: With an exploration bonus or sibling feedback, the waiting URLs are re-scored every this many
 #: pages, the learner's batches aside (bench variant apprentice:refreshN).
 FOCUSED_APPRENTICE_REFRESH_PAGES = 50
+#: ... during the first this many pages only (0: the whole crawl). Later the frontier is re-scored at each
+#: retrain (every FOCUSED_APPRENTICE_BATCH pages), with the terms of the moment: a re-scoring every 50 pages
+#: of a large frontier cost the default a third of its speed (bench variant apprentice:untilN).
+FOCUSED_APPRENTICE_REFRESH_UNTIL = 500
 #: LOW/HIGH bucketing of the target's relevance: ``equal-prob`` (the paper's
 #: equally probable intervals: the median of the relevances seen so far) or
 #: ``fixed`` (FOCUSED_APPRENTICE_THRESHOLD).

@@ -66,6 +66,8 @@ class RelevanceFeedback:
         self._refreshed = 0  # pages at the last refresh of exploration bonuses and sibling terms
         #: with an exploration bonus or sibling feedback, the frontier is re-scored every this many pages
         self.refresh_pages = crawler.settings.getint("FOCUSED_APPRENTICE_REFRESH_PAGES", 50)
+        #: ... up to this many pages (0: the whole crawl); later the learner's retrains re-score, with every term
+        self.refresh_until = crawler.settings.getint("FOCUSED_APPRENTICE_REFRESH_UNTIL", 500)
         self._sibling_weight = self._last_refresh_weight = 0.0  # the learned sibling weight now, at the last refresh
 
     @classmethod
@@ -105,7 +107,7 @@ class RelevanceFeedback:
         batch_done = self.online.observe_page((page.url, *page.aliases), page.relevance)
         if batch_done and not self.training:
             self._in_flight = self._train_batch()
-        elif self._pages >= self._refreshed + self.refresh_pages and self._moving_terms():
+        elif self._refresh_due() and self._moving_terms():
             self._refreshed = self._pages
             self._last_refresh_weight = self._sibling_weight
             self.stats.inc_value("focused/apprentice/refreshes")
@@ -114,6 +116,11 @@ class RelevanceFeedback:
                 self.stats.set_value("focused/apprentice/siblings_weight", weight)
             if not self.closing:
                 self._rescore_frontier("Exploration bonuses and sibling terms refreshed")
+
+    def _refresh_due(self) -> bool:
+        """``refresh_pages`` since the last refresh, within the first ``refresh_until`` pages."""
+        within = not self.refresh_until or self._pages <= self.refresh_until
+        return within and self._pages >= self._refreshed + self.refresh_pages
 
     def _moving_terms(self) -> bool:
         """Terms of a link's score that change between models: exploration bonuses, sibling feedback (unless

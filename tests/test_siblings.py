@@ -116,12 +116,13 @@ def test_a_model_trains_and_rescores_on_tagged_payloads_as_from_a_link_batch():
 
 
 def test_the_sibling_variants_set_the_settings():
-    name, settings = split_strategy("apprentice:siblings1.5+pseudo4+refresh25")
+    name, settings = split_strategy("apprentice:siblings1.5+pseudo4+refresh25+until0")
     assert name == "apprentice"
     assert settings == {
         "FOCUSED_APPRENTICE_SIBLINGS": 1.5,
         "FOCUSED_APPRENTICE_SIBLINGS_PSEUDO": 4.0,
         "FOCUSED_APPRENTICE_REFRESH_PAGES": 25,
+        "FOCUSED_APPRENTICE_REFRESH_UNTIL": 0,
     }
     assert isinstance(settings["FOCUSED_APPRENTICE_REFRESH_PAGES"], int)
 
@@ -163,6 +164,9 @@ def test_a_crawl_with_sibling_feedback_turns_to_the_hub_whose_leaves_were_on_top
     # on by default (γ = 2), damped by the anchors' spread, which is 0 here (every anchor "item i")
     _, default = crawl(hubs, "default", FOCUSED_APPRENTICE_REFRESH_PAGES=5)
     assert default == fed
+    # refreshes stop after FOCUSED_APPRENTICE_REFRESH_UNTIL pages (later, retrains re-score)
+    short, _ = crawl(hubs, "until", FOCUSED_APPRENTICE_REFRESH_PAGES=5, FOCUSED_APPRENTICE_REFRESH_UNTIL=12)
+    assert short.stats["focused/apprentice/refreshes"] == 2
 
 
 def test_expected_compares_the_children_with_what_the_views_predicted():

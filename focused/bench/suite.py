@@ -103,6 +103,7 @@ EXPLORE_VARIANTS = {
     "pseudo": (re.compile(r"pseudo(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_SIBLINGS_PSEUDO"),
     "spread": (re.compile(r"spread(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_SIBLINGS_SPREAD"),
     "refresh": (re.compile(r"refresh(\d+)"), "FOCUSED_APPRENTICE_REFRESH_PAGES"),
+    "until": (re.compile(r"until(\d+)"), "FOCUSED_APPRENTICE_REFRESH_UNTIL"),
 }
 
 
@@ -117,7 +118,7 @@ def variant_settings(variant: str) -> dict[str, Any] | None:
         match = pattern.fullmatch(variant)
         if match:
             value = match.group(1)
-            return {setting: int(value) if setting.endswith("_PAGES") else float(value)}
+            return {setting: int(value) if setting.endswith(("_PAGES", "_UNTIL")) else float(value)}
     return None
 
 
