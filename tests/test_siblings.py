@@ -244,3 +244,21 @@ def test_the_spread_of_a_sources_anchors_damps_its_term():
     assert hub_damped == pytest.approx(hub)  # no spread: no damping
     spread = np.std([-4.0, 2.0, -1.0, 3.0])
     assert dull_damped == pytest.approx(dull / (1 + spread**2))
+
+
+def test_few_and_many_links_get_the_same_terms():
+    s = SiblingFeedback(weight=2.0, pseudo_count=2.0, expected=True, spread_scale=1.0)
+    tags = [source_tag(f"http://x.test/p{i}") for i in range(50)]
+    rng = np.random.default_rng(3)
+    for tag in tags:
+        s.note_source(
+            [LinkPayload(np.zeros(1, np.int32), np.array([0.0, a, tag], np.float32)) for a in rng.normal(size=4)]
+        )
+        for _ in range(int(rng.integers(0, 4))):
+            relevance = float(rng.random())
+            s.observe([tag], relevance, np.array([rng.random()]))
+            s.page_judged(relevance)
+    few = np.array([*tags, -1.0])
+    many = np.tile(few, 100)  # over the look-up limit: the sorted table
+    assert len(many) > 4096
+    np.testing.assert_allclose(s.term(many)[: len(few)], s.term(few))

@@ -55,6 +55,9 @@ TAG_BITS = 24
 _MASK = (1 << TAG_BITS) - 1
 #: Relevances are kept away from 0 and 1 before a logit.
 _EPS = 1e-3
+#: Terms of at most this many links are looked up source by source; more (a re-scoring) through a sorted
+#: table of every source, rebuilt once after new evidence (rebuilding it per page would cost O(pages)).
+_FEW = 4096
 #: The learned weight is fitted on this many most recent judged links ...
 FIT_WINDOW = 20_000
 #: ... once at least MIN_FIT are recorded, again after every REFIT_EVERY new ones.
@@ -246,6 +249,9 @@ class SiblingFeedback:
         weight = self.current_weight
         if not self._children or not len(tags) or weight <= 0:
             return out
+        if len(tags) <= _FEW:  # a page's own links (one source): dict look-ups, no sorted table to rebuild
+            units = {tag: self._unit_term(tag) for tag in set(tags.tolist())}
+            return weight * np.array([units[tag] for tag in tags.tolist()], dtype=np.float64)
         keys, counts = self._sorted()
         at = np.clip(np.searchsorted(keys, tags), 0, len(keys) - 1)
         known = keys[at] == tags
