@@ -262,3 +262,22 @@ def test_few_and_many_links_get_the_same_terms():
     many = np.tile(few, 100)  # over the look-up limit: the sorted table
     assert len(many) > 4096
     np.testing.assert_allclose(s.term(many)[: len(few)], s.term(few))
+
+
+def test_links_to_judged_pages_count_as_one_by_one():
+    rng = np.random.default_rng(5)
+    payloads = [
+        LinkPayload(
+            np.zeros(1, np.int32),
+            np.array([rng.normal(), rng.normal(), source_tag(f"http://x.test/{i % 3}")], np.float32),
+        )
+        for i in range(12)
+    ]
+    relevances = rng.random(12).tolist()
+    app = side_online(siblings=1.0)
+    one, batch = SiblingFeedback(1.0, learned=True), SiblingFeedback(1.0, learned=True)
+    for payload, relevance in zip(payloads, relevances, strict=True):
+        one.observe_payloads([payload], relevance, app.prior)
+    batch.observe_links_to_judged(payloads, relevances, app.prior)
+    for key in ("siblings_tags", "siblings_counts", "siblings_records"):
+        np.testing.assert_allclose(batch.state_arrays()[key], one.state_arrays()[key])

@@ -168,6 +168,8 @@ class OnlineApprentice(OnlineState):
         with self._lock:
             if self.siblings is not None:
                 self.siblings.note_source(payloads)
+            to_judged: list[LinkPayload] = []
+            judged: list[float] = []
             for link, payload in zip(links, payloads, strict=True):
                 key = page_key(link)
                 relevance = self._fetched.get(key)
@@ -176,10 +178,12 @@ class OnlineApprentice(OnlineState):
                     self._buffer.append((payload, relevance, target_group(key)))
                     if self.explore is not None:
                         self.explore.observe([payload.ids])
-                    if self.siblings is not None:
-                        self.siblings.observe_payloads([payload], relevance, self.prior)
+                    to_judged.append(payload)
+                    judged.append(relevance)
                 else:
                     self._pending.setdefault(key, []).append(payload)
+            if self.siblings is not None and to_judged:
+                self.siblings.observe_links_to_judged(to_judged, judged, self.prior)
 
     def observe_page(self, urls: Sequence[str], relevance: float) -> bool:
         """A page (and the URLs it was requested under) was judged by the critic.

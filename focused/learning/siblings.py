@@ -180,11 +180,17 @@ class SiblingFeedback:
 
     # -- evidence ---------------------------------------------------------------------
 
-    def observe(self, tags: np.ndarray | list[float], relevance: float, prior: np.ndarray | None = None) -> None:
+    def observe(
+        self, tags: np.ndarray | list[float], relevance: float, prior: np.ndarray | list[float] | None = None
+    ) -> None:
         """Links from the source pages ``tags`` (one per link), scored ``prior`` by the critic's views,
         lead to a page judged ``relevance``."""
-        keys = np.asarray(tags, dtype=np.float64).astype(np.int64).tolist()
-        expected = [0.0] * len(keys) if prior is None else np.asarray(prior, dtype=np.float64).tolist()
+        if isinstance(tags, list) and (prior is None or isinstance(prior, list)):  # a few links: no arrays
+            keys = [int(t) for t in tags]
+            expected = [0.0] * len(keys) if prior is None else [float(x) for x in prior]
+        else:
+            keys = np.asarray(tags, dtype=np.float64).astype(np.int64).tolist()
+            expected = [0.0] * len(keys) if prior is None else np.asarray(prior, dtype=np.float64).tolist()
         if self.learned is not None:  # what each link's term said before this page counted
             z = [_logit(min(max(score, _EPS), 1.0 - _EPS)) for score in expected]
             self.learned.add(z, [self._unit_term(tag) for tag in keys], float(relevance))
@@ -203,6 +209,21 @@ class SiblingFeedback:
         if sides:
             views = np.array(sides, dtype=np.float64)
             self.observe(views[:, 2], relevance, prior(views[:, :2]))
+
+    def observe_links_to_judged(
+        self, payloads: Sequence[LinkPayload], relevances: Sequence[float], prior: Callable[[np.ndarray], np.ndarray]
+    ) -> None:
+        """A page's links to pages judged earlier (``relevances``, one each), in one pass: as
+        :meth:`observe_payloads` link by link, without array work per link."""
+        kept = [
+            (p.side, r) for p, r in zip(payloads, relevances, strict=True) if p.side is not None and len(p.side) == 3
+        ]
+        if not kept:
+            return
+        views = np.array([side for side, _ in kept], dtype=np.float64)
+        scores = prior(views[:, :2])
+        for (_, relevance), tag, score in zip(kept, views[:, 2].tolist(), scores.tolist(), strict=True):
+            self.observe([tag], relevance, [score])
 
     def note_source(self, payloads: Sequence[LinkPayload]) -> None:
         """The links of one fetched page (tagged payloads): with ``spread_scale``, note their anchors' spread."""
