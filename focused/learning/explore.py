@@ -26,12 +26,19 @@ from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["ON_TOPIC", "WINDOW", "NoveltyBonus"]
+__all__ = ["ON_TOPIC", "WINDOW", "NoveltyBonus", "shift_logits"]
 
 #: Pages judged whose on-topic share sets an ``adaptive`` bonus.
 WINDOW = 50
 #: A page whose relevance (the critic's Pr(c*|v)) reaches this is on topic.
 ON_TOPIC = 0.5
+
+
+def shift_logits(scores: np.ndarray, offset: np.ndarray) -> np.ndarray:
+    """``σ(logit(score) + offset)``: scores moved in logit space, still inside (0, 1) (the exploration
+    bonus and the sibling term, :mod:`focused.learning.siblings`)."""
+    p = np.clip(np.asarray(scores, dtype=np.float64), 1e-12, 1.0 - 1e-12)
+    return 1.0 / (1.0 + np.exp(-(np.log(p) - np.log1p(-p) + offset)))
 
 
 class NoveltyBonus:
@@ -112,9 +119,7 @@ class NoveltyBonus:
 
     def apply(self, scores: np.ndarray, bonus: np.ndarray) -> np.ndarray:
         """``σ(logit(score) + bonus)``: the scores with their bonus, still inside (0, 1)."""
-        p = np.clip(np.asarray(scores, dtype=np.float64), 1e-12, 1.0 - 1e-12)
-        z = np.log(p) - np.log1p(-p) + bonus
-        return 1.0 / (1.0 + np.exp(-z))
+        return shift_logits(scores, bonus)
 
     # -- checkpoints: the non-zero counts as plain arrays -------------------------------
 

@@ -34,7 +34,7 @@ from typing import Any
 import numpy as np
 
 from focused.learning.apprentice import Apprentice, ApprenticeModel
-from focused.learning.explore import NoveltyBonus
+from focused.learning.explore import NoveltyBonus, shift_logits
 from focused.learning.gate import SwitchGate
 from focused.learning.htmlpage import ParsedPage
 from focused.learning.linkbatch import LinkBatch
@@ -43,7 +43,7 @@ from focused.learning.linkpayload import LinkPayload, page_key, target_group
 from focused.learning.linkpayload import unpack as _unpack
 from focused.learning.online_state import OnlineState
 from focused.learning.pagelinks import page_payloads
-from focused.learning.siblings import SiblingFeedback, payload_tags, shift_logits
+from focused.learning.siblings import SiblingFeedback, payload_tags
 from focused.learning.snippet import SNIPPET_MEMO as SNIPPET_MEMO
 from focused.learning.snippet import SnippetCritic, make_snippet_critic
 from focused.priority import score_to_priority

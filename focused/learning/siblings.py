@@ -48,7 +48,7 @@ import numpy as np
 
 from focused.learning.linkpayload import LinkPayload, page_key, target_group
 
-__all__ = ["TAG_BITS", "LearnedWeight", "SiblingFeedback", "payload_tags", "shift_logits", "source_tag"]
+__all__ = ["TAG_BITS", "LearnedWeight", "SiblingFeedback", "payload_tags", "source_tag"]
 
 #: Bits of a source page's tag: integers below 2**24 are exact in float32.
 TAG_BITS = 24
@@ -82,12 +82,6 @@ def payload_tags(payloads: Sequence[LinkPayload], n_views: int = 2) -> np.ndarra
         dtype=np.float64,
         count=len(payloads),
     )
-
-
-def shift_logits(scores: np.ndarray, offset: np.ndarray) -> np.ndarray:
-    """``σ(logit(score) + offset)``: scores moved in logit space, still inside (0, 1)."""
-    p = np.clip(np.asarray(scores, dtype=np.float64), 1e-12, 1.0 - 1e-12)
-    return 1.0 / (1.0 + np.exp(-(np.log(p) - np.log1p(-p) + offset)))
 
 
 class LearnedWeight:
