@@ -152,6 +152,9 @@ FOCUSED_APPRENTICE_SIBLINGS_LEARNED = False
 #: s of the sibling term's damping (0: off): a source's term is scaled by 1 / (1 + (sd / s)^2), sd the
 #: standard deviation of the critic's anchor logits over its links (bench variant spreadN).
 FOCUSED_APPRENTICE_SIBLINGS_SPREAD = 2.0
+#: Each region of a page (a list, the links under one heading: focused.learning.regions) is a source of
+#: its own in the sibling feedback, rather than the whole page (bench variant regions).
+FOCUSED_APPRENTICE_SIBLINGS_REGIONS = False
 #: With an exploration bonus or sibling feedback, the waiting URLs are re-scored every this many
 #: pages, the learner's batches aside (bench variant apprentice:refreshN).
 FOCUSED_APPRENTICE_REFRESH_PAGES = 50

@@ -87,7 +87,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
     # with siblingsN: a source's children against the critic's views of their links, not the crawl's mean
     "expected": {"FOCUSED_APPRENTICE_SIBLINGS_EXPECTED": True},
     # with siblingsN: γ fitted during the crawl, at most N
-    "learned": {"FOCUSED_APPRENTICE_SIBLINGS_LEARNED": True},  # K counts Pr(c*|page), not a thresholded verdict
+    "learned": {"FOCUSED_APPRENTICE_SIBLINGS_LEARNED": True},
+    # sibling feedback per region of a page (a list, the links under a heading), not per page
+    "regions": {"FOCUSED_APPRENTICE_SIBLINGS_REGIONS": True},  # K counts Pr(c*|page), not a thresholded verdict
 }
 
 

@@ -31,6 +31,8 @@ from typing import Any
 
 from lxml import etree
 
+from focused.learning.regions import HEADINGS, REGION_CONTAINERS, link_regions
+
 __all__ = ["ParsedPage", "parse_page", "stream_page"]
 
 #: Elements whose content is never shown to a reader (the visible text skips them).
@@ -74,6 +76,9 @@ class ParsedPage:
 
     leaves: list[str] = field(default_factory=list)
     links: list[tuple[str, int, int]] = field(default_factory=list)
+    #: the region of each link (:func:`link_regions`), parallel to ``links``; empty when the parser
+    #: did not tell them apart (the streaming fallback): one region
+    regions: list[int] = field(default_factory=list)
     base_href: str | None = None
     title: str = ""
     text: str = ""
@@ -87,6 +92,7 @@ class ParsedPage:
     def truncate(self, n_links: int) -> None:
         """Keep only the first ``n_links`` links (a page cut at the crawl's cap of links per page)."""
         del self.links[n_links:]
+        del self.regions[n_links:]
         if self.resolved is not None:
             del self.resolved[1][n_links:]
         self.link_ids = None
@@ -192,6 +198,10 @@ def _read_tree(root: etree._Element, page: ParsedPage, text: bool = True) -> Non
     leaves = page.leaves
     links: list[tuple[str, int, int] | None] = []  # in the order the links start (as Scrapy lists them)
     starts: list[tuple[int, int]] = []  # (first leaf, slot in links or -1) of each open element
+    blocks: list[int] = []  # the serials of the open containers (REGION_CONTAINERS)
+    serials = 0
+    headings = 0  # headings started so far
+    places: list[tuple[tuple[int, ...], int]] = []  # per slot: the containers around the link, headings before it
     parts: list[str] = []  # of the visible text
     hidden = 0 if text else 1  # open elements whose text is not visible (<noscript>: read for leaves only)
     title: str | None = None
@@ -204,9 +214,15 @@ def _read_tree(root: etree._Element, page: ParsedPage, text: bool = True) -> Non
                 walker.skip_subtree()
                 continue
             slot = -1
+            if tag in REGION_CONTAINERS:
+                serials += 1
+                blocks.append(serials)
+            elif tag in HEADINGS:
+                headings += 1
             if tag in LINK_TAGS and el.get("href") is not None:
                 slot = len(links)
                 links.append(None)
+                places.append((tuple(blocks), headings))
             starts.append((len(leaves), slot))
             content = el.text
             if content and not content.isspace():
@@ -229,6 +245,8 @@ def _read_tree(root: etree._Element, page: ParsedPage, text: bool = True) -> Non
                 links[slot] = (el.get("href"), start, len(leaves) - 1)
             elif tag == "base" and page.base_href is None:
                 page.base_href = el.get("href")
+            if tag in REGION_CONTAINERS:
+                blocks.pop()
             if tag in _LEAVES_ONLY:
                 hidden -= 1
             elif not hidden and tag in BLOCK:
@@ -240,6 +258,7 @@ def _read_tree(root: etree._Element, page: ParsedPage, text: bool = True) -> Non
             if not hidden and el is not root:
                 parts.append(tail)
     page.links = [link for link in links if link is not None]
+    page.regions = link_regions([place for place, link in zip(places, links, strict=True) if link is not None])
     page.title = title or ""
     if text:
         page.text = normalize_text(parts)

@@ -159,6 +159,7 @@ class OnlineApprentice(OnlineState):
             with_classes=self.class_features,
             snippet_critic=self.snippet_critic,
             tagged=self.siblings is not None,
+            regions=self.siblings is not None and self.siblings.regions,
         )
 
     # -- the feedback loop --------------------------------------------------------

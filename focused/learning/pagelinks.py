@@ -12,10 +12,10 @@ import numpy as np
 from focused.learning.apprentice import critic_views
 from focused.learning.hashing import feature_ids
 from focused.learning.htmlpage import ParsedPage
-from focused.learning.linkfeatures import class_features
+from focused.learning.linkfeatures import class_features, resolve_links
 from focused.learning.linkids import page_link_ids, with_extra
 from focused.learning.linkpayload import LinkPayload, page_key
-from focused.learning.siblings import source_tag
+from focused.learning.siblings import LAST_REGION, source_tag
 from focused.learning.snippet import SnippetCritic
 
 __all__ = ["page_payloads"]
@@ -33,6 +33,7 @@ def page_payloads(
     with_classes: bool = False,
     snippet_critic: SnippetCritic | None = None,
     tagged: bool = False,
+    regions: bool = False,
 ) -> list[LinkPayload]:
     """The payload of each link (u, v) of page u (``url``), in the order of ``links``.
 
@@ -41,7 +42,8 @@ def page_payloads(
     differently) gets only the page-level features and an empty anchor. With a
     ``snippet_critic`` every payload carries the critic's views of u and of the
     anchor as side features, and with ``tagged`` u's tag after them
-    (:mod:`focused.learning.siblings`).
+    (:mod:`focused.learning.siblings`), with ``regions`` the tag of the link's region of u
+    (:mod:`focused.learning.regions`; a target linked from two regions is in the first).
     """
     targets, target_ids, target_anchors = page_link_ids(parsed, url, d_max, n_features)
     by_key: dict[str, int] = {}
@@ -56,5 +58,26 @@ def page_payloads(
     anchors = [target_anchors[i] if i is not None else "" for i in found]
     side = critic_views(relevance, snippet_critic(anchors, links)).astype(np.float32)
     if tagged:
-        side = np.column_stack([side, np.full(len(side), source_tag(url), dtype=np.float32)])
+        side = np.column_stack(
+            [side, _tags(parsed, url, links) if regions else np.full(len(side), source_tag(url), dtype=np.float32)]
+        )
     return [LinkPayload(x, s) for x, s in zip(ids, side, strict=True)]
+
+
+def _tags(parsed: ParsedPage, url: str, links: Sequence[str]) -> np.ndarray:
+    """The tag of each link's region of page ``url``: its first occurrence's; the last region's for a
+    link the parse did not see, and for every link of a page parsed without regions."""
+    first: dict[str, int] = {}
+    if parsed.regions:
+        for region, target in zip(parsed.regions, resolve_links(parsed, url), strict=True):
+            if target is not None:
+                first.setdefault(page_key(target), region)
+    memo: dict[int, float] = {}
+    out = np.empty(len(links), dtype=np.float32)
+    for i, link in enumerate(links):
+        where = first.get(page_key(link), LAST_REGION)
+        tag = memo.get(where)
+        if tag is None:
+            tag = memo[where] = source_tag(url, where)
+        out[i] = tag
+    return out

@@ -35,7 +35,11 @@ a small weight; one of lists of alike pages (a department's student list) a larg
 
 A link's source page travels with its payload as a 24-bit tag (:func:`source_tag`),
 the last column of the payload's side views (exact in float32), so that a
-frontier store keeps it without another format.
+frontier store keeps it without another format. With *regions*, the tag is that
+of the link's region of the page (:mod:`focused.learning.regions`): each list of a
+page is a source of its own, with its own children and its own spread, and its
+q_r = (R_r + m·q_u) / (n_r + m) is shrunk toward its page's q_u rather than toward
+p̄: a region of no judged child gets its page's term, one of many its own.
 """
 
 from __future__ import annotations
@@ -48,11 +52,17 @@ import numpy as np
 
 from focused.learning.linkpayload import LinkPayload, page_key, target_group
 
-__all__ = ["TAG_BITS", "LearnedWeight", "SiblingFeedback", "payload_tags", "source_tag"]
+__all__ = ["LAST_REGION", "TAG_BITS", "LearnedWeight", "SiblingFeedback", "page_of", "payload_tags", "source_tag"]
 
 #: Bits of a source page's tag: integers below 2**24 are exact in float32.
 TAG_BITS = 24
 _MASK = (1 << TAG_BITS) - 1
+#: Of a region's tag, the bits of the region's number; the others are the page's.
+REGION_BITS = 8
+#: The last region number: regions beyond it, and links the parse did not place, share it.
+LAST_REGION = (1 << REGION_BITS) - 1
+_PAGE_MASK = (1 << (TAG_BITS - REGION_BITS)) - 1
+_PAGE_FLAG = 1 << TAG_BITS  # page keys of regions' tags are kept apart from the tags themselves
 #: Relevances are kept away from 0 and 1 before a logit.
 _EPS = 1e-3
 #: Terms of at most this many links are looked up source by source; more (a re-scoring) through a sorted
@@ -70,9 +80,19 @@ _RIDGE = 1.0
 _FLOOR_B = 0.25
 
 
-def source_tag(url: str) -> float:
-    """The tag of page ``url`` as a source of links: 24 bits of its :func:`target_group`, as a float."""
-    return float(target_group(page_key(url)) & _MASK)
+def source_tag(url: str, region: int | None = None) -> float:
+    """The tag of page ``url`` as a source of links, as a float: 24 bits of its :func:`target_group`;
+    of one ``region`` of it, 16 bits of the page's and 8 of the region's number (the last region
+    takes the rest), so that the page's own key can be read back (:func:`page_of`)."""
+    group = target_group(page_key(url))
+    if region is None:
+        return float(group & _MASK)
+    return float(((group & _PAGE_MASK) << REGION_BITS) | min(max(region, 0), LAST_REGION))
+
+
+def page_of(tag: int) -> int:
+    """The key under which the children of a region tag's page are counted (beside the regions' tags)."""
+    return (tag >> REGION_BITS) | _PAGE_FLAG
 
 
 def payload_tags(payloads: Sequence[LinkPayload], n_views: int = 2) -> np.ndarray:
@@ -146,6 +166,9 @@ class SiblingFeedback:
         ``s`` (0: off): a source's term is scaled by 1 / (1 + (σ_u / s)²), σ_u the spread (standard
         deviation) of the critic's anchor logits over u's links. A list of alike links (names) keeps its
         term; a page whose anchors the critic already tells apart (an article) gets little.
+    regions
+        Each region of a page (a list, a section: :mod:`focused.learning.regions`) is a source of
+        its own; the payloads' makers read this flag and tag links by region.
     """
 
     def __init__(
@@ -155,6 +178,7 @@ class SiblingFeedback:
         expected: bool = False,
         learned: bool = False,
         spread_scale: float = 0.0,
+        regions: bool = False,
     ) -> None:
         if not weight > 0:
             raise ValueError(f"the sibling weight must be > 0, got {weight}")
@@ -164,6 +188,7 @@ class SiblingFeedback:
         self.pseudo_count = float(pseudo_count)
         self.expected = bool(expected)
         self.spread_scale = float(spread_scale)
+        self.regions = bool(regions)  # read by the payloads' makers: tag each link with its region
         #: tag -> [n judged children, sum of their relevance, sum of the prior's scores of their links,
         #: the spread of the critic's anchor logits over the source's links]
         self._children: dict[int, list[float]] = {}
@@ -189,10 +214,11 @@ class SiblingFeedback:
             z = [_logit(min(max(score, _EPS), 1.0 - _EPS)) for score in expected]
             self.learned.add(z, [self._unit_term(tag) for tag in keys], float(relevance))
         for tag, score in zip(keys, expected, strict=True):
-            counts = self._children.setdefault(tag, [0.0, 0.0, 0.0, 0.0])
-            counts[0] += 1.0
-            counts[1] += float(relevance)
-            counts[2] += score
+            for key in (tag, page_of(tag)) if self.regions else (tag,):
+                counts = self._children.setdefault(key, [0.0, 0.0, 0.0, 0.0])
+                counts[0] += 1.0
+                counts[1] += float(relevance)
+                counts[2] += score
         self._table = None
 
     def observe_payloads(
@@ -220,13 +246,19 @@ class SiblingFeedback:
             self.observe([tag], relevance, [score])
 
     def note_source(self, payloads: Sequence[LinkPayload]) -> None:
-        """The links of one fetched page (tagged payloads): with ``spread_scale``, note their anchors' spread."""
+        """The links of one fetched page (tagged payloads): with ``spread_scale``, note their anchors' spread,
+        source by source (a page's regions are sources of their own)."""
         sides = [p.side for p in payloads if p.side is not None and len(p.side) == 3]
-        if self.spread_scale > 0 and sides:
-            views = np.array(sides, dtype=np.float64)
-            row = self._children.setdefault(int(views[0, 2]), [0.0, 0.0, 0.0, 0.0])
-            row[3] = float(views[:, 1].std())
-            self._table = None
+        if self.spread_scale <= 0 or not sides:
+            return
+        views = np.array(sides, dtype=np.float64)
+        tags, at = np.unique(views[:, 2].astype(np.int64), return_inverse=True)
+        n = np.bincount(at, minlength=len(tags))
+        mean = np.bincount(at, weights=views[:, 1], minlength=len(tags)) / n
+        sq = np.bincount(at, weights=views[:, 1] ** 2, minlength=len(tags)) / n
+        for tag, spread in zip(tags.tolist(), np.sqrt(np.maximum(sq - mean**2, 0.0)).tolist(), strict=True):
+            self._children.setdefault(tag, [0.0, 0.0, 0.0, 0.0])[3] = spread
+        self._table = None
 
     def page_judged(self, relevance: float) -> None:
         self.pages += 1
@@ -242,11 +274,18 @@ class SiblingFeedback:
     def _unit_term(self, tag: int) -> float:
         """The term of source ``tag`` with γ = 1 (as :meth:`term`, for one source)."""
         counts = self._children.get(tag)
+        p, m = self.mean_relevance, self.pseudo_count
+        toward = p
+        if self.regions:  # a region's children are shrunk toward its page's, not the crawl's mean
+            page = self._children.get(page_of(tag))
+            if page is None:
+                return 0.0
+            toward = (page[1] + m * p) / (page[0] + m)
+            counts = counts or [0.0, 0.0, 0.0, 0.0]
         if counts is None:
             return 0.0
         n, total, prior, spread = counts
-        p, m = self.mean_relevance, self.pseudo_count
-        q = min(max((total + m * p) / (n + m), _EPS), 1.0 - _EPS)
+        q = min(max((total + m * toward) / (n + m), _EPS), 1.0 - _EPS)
         base = min(max((prior + m * p) / (n + m), _EPS), 1.0 - _EPS) if self.expected else p
         return (_logit(q) - _logit(base)) * self._damping(np.array([spread]))[0]
 
@@ -268,13 +307,23 @@ class SiblingFeedback:
             units = {tag: self._unit_term(tag) for tag in set(tags.tolist())}
             return weight * np.array([units[tag] for tag in tags.tolist()], dtype=np.float64)
         keys, counts = self._sorted()
-        at = np.clip(np.searchsorted(keys, tags), 0, len(keys) - 1)
-        known = keys[at] == tags
+        p, m = self.mean_relevance, self.pseudo_count
+
+        def rows_of(wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+            """The count rows of ``wanted`` keys (zeros for unknown ones) and which are known."""
+            at = np.clip(np.searchsorted(keys, wanted), 0, len(keys) - 1)
+            hit = keys[at] == wanted
+            return np.where(hit[:, None], counts[at], 0.0), hit
+
+        rows, known = rows_of(tags)
+        toward: float | np.ndarray = p
+        if self.regions:  # shrunk toward the page's children (module docstring); no page evidence: no term
+            page_rows, known = rows_of((tags >> REGION_BITS) | _PAGE_FLAG)
+            toward = ((page_rows[:, 1] + m * p) / (page_rows[:, 0] + m))[known]
         if not known.any():
             return out
-        n, total, prior, spread = counts[at[known]].T
-        p, m = self.mean_relevance, self.pseudo_count
-        q = np.clip((total + m * p) / (n + m), _EPS, 1.0 - _EPS)
+        n, total, prior, spread = rows[known].T
+        q = np.clip((total + m * toward) / (n + m), _EPS, 1.0 - _EPS)
         base = np.clip((prior + m * p) / (n + m), _EPS, 1.0 - _EPS) if self.expected else p
         out[known] = weight * (np.log(q / (1.0 - q)) - np.log(base / (1.0 - base))) * self._damping(spread)
         return out
@@ -317,7 +366,7 @@ class SiblingFeedback:
             return
         tags = np.asarray(arrays["siblings_tags"], dtype=np.int64)
         counts = np.asarray(arrays["siblings_counts"], dtype=np.float64).reshape(-1, 4)
-        if len(tags) != len(counts) or (tags.size and (tags.min() < 0 or tags.max() > _MASK)):
+        if len(tags) != len(counts) or (tags.size and (tags.min() < 0 or tags.max() > _PAGE_FLAG | _MASK)):
             raise ValueError("sibling counts do not match their tags")
         self._children = {int(t): row for t, row in zip(tags.tolist(), counts.tolist(), strict=True)}
         pages, total = np.asarray(arrays["siblings_pages"], dtype=np.float64).ravel()[:2]
