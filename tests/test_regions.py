@@ -141,3 +141,24 @@ def test_region_counts_survive_a_checkpoint_and_the_bench_variant_sets_them():
     restored.restore_arrays(s.state_arrays())  # page keys sit above the 24 bits of tags
     assert np.allclose(restored.term(tags), s.term(tags)) and s.term(tags).any()
     assert split_strategy("apprentice:regions") == ("apprentice", {"FOCUSED_APPRENTICE_SIBLINGS_REGIONS": True})
+
+
+def test_the_page_part_is_damped_by_the_page_spread_and_the_correction_by_the_region_spread():
+    s = SiblingFeedback(weight=1.0, pseudo_count=2.0, spread_scale=1.0, regions=True)
+    url = "http://x.test/dept"
+    names, mixed = source_tag(url, 0), source_tag(url, 1)  # anchors alike (a list); anchors spread wide
+    side = [(0.0, names), (0.0, names), (-4.0, mixed), (4.0, mixed)]
+    s.note_source([LinkPayload(np.zeros(1, dtype=np.int32), np.array([0.0, z, t], np.float32)) for z, t in side])
+    for _ in range(3):
+        s.observe([names], 0.9)
+        s.page_judged(0.9)
+    for _ in range(3):
+        s.page_judged(0.1)  # pages reached otherwise
+    term_names, term_mixed = s.term(np.array([names, mixed]))
+    h_page = 1.0 / (1.0 + np.std([0.0, 0.0, -4.0, 4.0]) ** 2)
+    p = s.mean_relevance
+    q_page = (3 * 0.9 + 2 * p) / (3 + 2)
+    logit = lambda x: np.log(x / (1 - x))  # noqa: E731
+    assert term_mixed == pytest.approx(h_page * (logit(q_page) - logit(p)))  # no child of its own: the page's part
+    q_names = (3 * 0.9 + 2 * q_page) / (3 + 2)
+    assert term_names == pytest.approx(term_mixed + logit(q_names) - logit(q_page))  # its correction, undamped

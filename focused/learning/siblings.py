@@ -37,9 +37,11 @@ A link's source page travels with its payload as a 24-bit tag (:func:`source_tag
 the last column of the payload's side views (exact in float32), so that a
 frontier store keeps it without another format. With *regions*, the tag is that
 of the link's region of the page (:mod:`focused.learning.regions`): each list of a
-page is a source of its own, with its own children and its own spread, and its
-q_r = (R_r + m·q_u) / (n_r + m) is shrunk toward its page's q_u rather than toward
-p̄: a region of no judged child gets its page's term, one of many its own.
+page is a source of its own, with its own children and its own spread. A link of
+region r of page u gains γ · [h_u · (logit q_u − logit p̄) + h_r · (logit q_r − logit q_u)]:
+the page's term, and the region's correction to it, q_r = (R_r + m·q_u) / (n_r + m)
+shrunk toward q_u and damped by the region's own spread. A region of no judged
+child gets its page's term.
 """
 
 from __future__ import annotations
@@ -258,6 +260,8 @@ class SiblingFeedback:
         sq = np.bincount(at, weights=views[:, 1] ** 2, minlength=len(tags)) / n
         for tag, spread in zip(tags.tolist(), np.sqrt(np.maximum(sq - mean**2, 0.0)).tolist(), strict=True):
             self._children.setdefault(tag, [0.0, 0.0, 0.0, 0.0])[3] = spread
+        if self.regions:  # and the page's, over all its links
+            self._children.setdefault(page_of(int(tags[0])), [0.0, 0.0, 0.0, 0.0])[3] = float(views[:, 1].std())
         self._table = None
 
     def page_judged(self, relevance: float) -> None:
@@ -275,17 +279,19 @@ class SiblingFeedback:
         """The term of source ``tag`` with γ = 1 (as :meth:`term`, for one source)."""
         counts = self._children.get(tag)
         p, m = self.mean_relevance, self.pseudo_count
-        toward = p
-        if self.regions:  # a region's children are shrunk toward its page's, not the crawl's mean
+        if self.regions:  # the page's term, and the region's correction to it (module docstring)
             page = self._children.get(page_of(tag))
             if page is None:
                 return 0.0
-            toward = (page[1] + m * p) / (page[0] + m)
-            counts = counts or [0.0, 0.0, 0.0, 0.0]
+            q_page = min(max((page[1] + m * p) / (page[0] + m), _EPS), 1.0 - _EPS)
+            n, total, _, spread = counts or [0.0, 0.0, 0.0, 0.0]
+            q = min(max((total + m * q_page) / (n + m), _EPS), 1.0 - _EPS)
+            h_page, h_region = self._damping(np.array([page[3], spread]))
+            return h_page * (_logit(q_page) - _logit(p)) + h_region * (_logit(q) - _logit(q_page))
         if counts is None:
             return 0.0
         n, total, prior, spread = counts
-        q = min(max((total + m * toward) / (n + m), _EPS), 1.0 - _EPS)
+        q = min(max((total + m * p) / (n + m), _EPS), 1.0 - _EPS)
         base = min(max((prior + m * p) / (n + m), _EPS), 1.0 - _EPS) if self.expected else p
         return (_logit(q) - _logit(base)) * self._damping(np.array([spread]))[0]
 
@@ -316,14 +322,21 @@ class SiblingFeedback:
             return np.where(hit[:, None], counts[at], 0.0), hit
 
         rows, known = rows_of(tags)
-        toward: float | np.ndarray = p
-        if self.regions:  # shrunk toward the page's children (module docstring); no page evidence: no term
+        if self.regions:  # the page's term and the region's correction (module docstring); no page evidence: 0
             page_rows, known = rows_of((tags >> REGION_BITS) | _PAGE_FLAG)
-            toward = ((page_rows[:, 1] + m * p) / (page_rows[:, 0] + m))[known]
+            page_n, page_total, _, page_spread = page_rows[known].T
+            n, total, _, spread = rows[known].T
+            q_page = np.clip((page_total + m * p) / (page_n + m), _EPS, 1.0 - _EPS)
+            q = np.clip((total + m * q_page) / (n + m), _EPS, 1.0 - _EPS)
+            out[known] = weight * (
+                self._damping(page_spread) * (_logits(q_page) - _logit(p))
+                + self._damping(spread) * (_logits(q) - _logits(q_page))
+            )
+            return out
         if not known.any():
             return out
         n, total, prior, spread = rows[known].T
-        q = np.clip((total + m * toward) / (n + m), _EPS, 1.0 - _EPS)
+        q = np.clip((total + m * p) / (n + m), _EPS, 1.0 - _EPS)
         base = np.clip((prior + m * p) / (n + m), _EPS, 1.0 - _EPS) if self.expected else p
         out[known] = weight * (np.log(q / (1.0 - q)) - np.log(base / (1.0 - base))) * self._damping(spread)
         return out
@@ -379,6 +392,10 @@ class SiblingFeedback:
             value, since, fits = np.asarray(arrays["siblings_weight"], dtype=np.float64).ravel()[:3]
             self.learned.value = float(np.clip(value, 0.0, self.learned.max_weight))
             self.learned.since_fit, self.learned.fits = int(since), int(fits)
+
+
+def _logits(p: np.ndarray) -> np.ndarray:
+    return np.log(p / (1.0 - p))
 
 
 def _logit(p: float) -> float:
