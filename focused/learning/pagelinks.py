@@ -15,7 +15,7 @@ from focused.learning.htmlpage import ParsedPage
 from focused.learning.linkfeatures import class_features, resolve_links
 from focused.learning.linkids import page_link_ids, with_extra
 from focused.learning.linkpayload import LinkPayload, page_key
-from focused.learning.siblings import LAST_REGION, source_tag
+from focused.learning.siblings import source_tag
 from focused.learning.snippet import SnippetCritic
 
 __all__ = ["page_payloads"]
@@ -65,17 +65,17 @@ def page_payloads(
 
 
 def _tags(parsed: ParsedPage, url: str, links: Sequence[str]) -> np.ndarray:
-    """The tag of each link's region of page ``url``: its first occurrence's; the last region's for a
+    """The tag of each link's region of page ``url``: its first occurrence's; the page's tag for a
     link the parse did not see, and for every link of a page parsed without regions."""
     first: dict[str, int] = {}
     if parsed.regions:
         for region, target in zip(parsed.regions, resolve_links(parsed, url), strict=True):
             if target is not None:
                 first.setdefault(page_key(target), region)
-    memo: dict[int, float] = {}
+    memo: dict[int | None, float] = {}
     out = np.empty(len(links), dtype=np.float32)
     for i, link in enumerate(links):
-        where = first.get(page_key(link), LAST_REGION)
+        where = first.get(page_key(link))
         tag = memo.get(where)
         if tag is None:
             tag = memo[where] = source_tag(url, where)

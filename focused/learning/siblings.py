@@ -37,11 +37,9 @@ A link's source page travels with its payload as a 24-bit tag (:func:`source_tag
 the last column of the payload's side views (exact in float32), so that a
 frontier store keeps it without another format. With *regions*, the tag is that
 of the link's region of the page (:mod:`focused.learning.regions`): each list of a
-page is a source of its own, with its own children and its own spread. A link of
-region r of page u gains γ · [h_u · (logit q_u − logit p̄) + h_r · (logit q_r − logit q_u)]:
-the page's term, and the region's correction to it, q_r = (R_r + m·q_u) / (n_r + m)
-shrunk toward q_u and damped by the region's own spread. A region of no judged
-child gets its page's term.
+page is a source of its own, with its own children and its own spread (damping).
+Two other versions were measured (README, Results) and not kept: q_r shrunk toward
+the page's q_u instead of p̄, and the page's term plus the region's correction to it.
 """
 
 from __future__ import annotations
@@ -54,17 +52,11 @@ import numpy as np
 
 from focused.learning.linkpayload import LinkPayload, page_key, target_group
 
-__all__ = ["LAST_REGION", "TAG_BITS", "LearnedWeight", "SiblingFeedback", "page_of", "payload_tags", "source_tag"]
+__all__ = ["TAG_BITS", "LearnedWeight", "SiblingFeedback", "payload_tags", "source_tag"]
 
 #: Bits of a source page's tag: integers below 2**24 are exact in float32.
 TAG_BITS = 24
 _MASK = (1 << TAG_BITS) - 1
-#: Of a region's tag, the bits of the region's number; the others are the page's.
-REGION_BITS = 8
-#: The last region number: regions beyond it, and links the parse did not place, share it.
-LAST_REGION = (1 << REGION_BITS) - 1
-_PAGE_MASK = (1 << (TAG_BITS - REGION_BITS)) - 1
-_PAGE_FLAG = 1 << TAG_BITS  # page keys of regions' tags are kept apart from the tags themselves
 #: Relevances are kept away from 0 and 1 before a logit.
 _EPS = 1e-3
 #: Terms of at most this many links are looked up source by source; more (a re-scoring) through a sorted
@@ -83,18 +75,10 @@ _FLOOR_B = 0.25
 
 
 def source_tag(url: str, region: int | None = None) -> float:
-    """The tag of page ``url`` as a source of links, as a float: 24 bits of its :func:`target_group`;
-    of one ``region`` of it, 16 bits of the page's and 8 of the region's number (the last region
-    takes the rest), so that the page's own key can be read back (:func:`page_of`)."""
-    group = target_group(page_key(url))
-    if region is None:
-        return float(group & _MASK)
-    return float(((group & _PAGE_MASK) << REGION_BITS) | min(max(region, 0), LAST_REGION))
-
-
-def page_of(tag: int) -> int:
-    """The key under which the children of a region tag's page are counted (beside the regions' tags)."""
-    return (tag >> REGION_BITS) | _PAGE_FLAG
+    """The tag of page ``url`` (or of one ``region`` of it) as a source of links: 24 bits of its
+    :func:`target_group`, as a float."""
+    key = page_key(url) if region is None else f"{page_key(url)}#{region}"
+    return float(target_group(key) & _MASK)
 
 
 def payload_tags(payloads: Sequence[LinkPayload], n_views: int = 2) -> np.ndarray:
@@ -216,11 +200,10 @@ class SiblingFeedback:
             z = [_logit(min(max(score, _EPS), 1.0 - _EPS)) for score in expected]
             self.learned.add(z, [self._unit_term(tag) for tag in keys], float(relevance))
         for tag, score in zip(keys, expected, strict=True):
-            for key in (tag, page_of(tag)) if self.regions else (tag,):
-                counts = self._children.setdefault(key, [0.0, 0.0, 0.0, 0.0])
-                counts[0] += 1.0
-                counts[1] += float(relevance)
-                counts[2] += score
+            counts = self._children.setdefault(tag, [0.0, 0.0, 0.0, 0.0])
+            counts[0] += 1.0
+            counts[1] += float(relevance)
+            counts[2] += score
         self._table = None
 
     def observe_payloads(
@@ -260,8 +243,6 @@ class SiblingFeedback:
         sq = np.bincount(at, weights=views[:, 1] ** 2, minlength=len(tags)) / n
         for tag, spread in zip(tags.tolist(), np.sqrt(np.maximum(sq - mean**2, 0.0)).tolist(), strict=True):
             self._children.setdefault(tag, [0.0, 0.0, 0.0, 0.0])[3] = spread
-        if self.regions:  # and the page's, over all its links
-            self._children.setdefault(page_of(int(tags[0])), [0.0, 0.0, 0.0, 0.0])[3] = float(views[:, 1].std())
         self._table = None
 
     def page_judged(self, relevance: float) -> None:
@@ -278,19 +259,10 @@ class SiblingFeedback:
     def _unit_term(self, tag: int) -> float:
         """The term of source ``tag`` with γ = 1 (as :meth:`term`, for one source)."""
         counts = self._children.get(tag)
-        p, m = self.mean_relevance, self.pseudo_count
-        if self.regions:  # the page's term, and the region's correction to it (module docstring)
-            page = self._children.get(page_of(tag))
-            if page is None:
-                return 0.0
-            q_page = min(max((page[1] + m * p) / (page[0] + m), _EPS), 1.0 - _EPS)
-            n, total, _, spread = counts or [0.0, 0.0, 0.0, 0.0]
-            q = min(max((total + m * q_page) / (n + m), _EPS), 1.0 - _EPS)
-            h_page, h_region = self._damping(np.array([page[3], spread]))
-            return h_page * (_logit(q_page) - _logit(p)) + h_region * (_logit(q) - _logit(q_page))
         if counts is None:
             return 0.0
         n, total, prior, spread = counts
+        p, m = self.mean_relevance, self.pseudo_count
         q = min(max((total + m * p) / (n + m), _EPS), 1.0 - _EPS)
         base = min(max((prior + m * p) / (n + m), _EPS), 1.0 - _EPS) if self.expected else p
         return (_logit(q) - _logit(base)) * self._damping(np.array([spread]))[0]
@@ -313,29 +285,12 @@ class SiblingFeedback:
             units = {tag: self._unit_term(tag) for tag in set(tags.tolist())}
             return weight * np.array([units[tag] for tag in tags.tolist()], dtype=np.float64)
         keys, counts = self._sorted()
-        p, m = self.mean_relevance, self.pseudo_count
-
-        def rows_of(wanted: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-            """The count rows of ``wanted`` keys (zeros for unknown ones) and which are known."""
-            at = np.clip(np.searchsorted(keys, wanted), 0, len(keys) - 1)
-            hit = keys[at] == wanted
-            return np.where(hit[:, None], counts[at], 0.0), hit
-
-        rows, known = rows_of(tags)
-        if self.regions:  # the page's term and the region's correction (module docstring); no page evidence: 0
-            page_rows, known = rows_of((tags >> REGION_BITS) | _PAGE_FLAG)
-            page_n, page_total, _, page_spread = page_rows[known].T
-            n, total, _, spread = rows[known].T
-            q_page = np.clip((page_total + m * p) / (page_n + m), _EPS, 1.0 - _EPS)
-            q = np.clip((total + m * q_page) / (n + m), _EPS, 1.0 - _EPS)
-            out[known] = weight * (
-                self._damping(page_spread) * (_logits(q_page) - _logit(p))
-                + self._damping(spread) * (_logits(q) - _logits(q_page))
-            )
-            return out
+        at = np.clip(np.searchsorted(keys, tags), 0, len(keys) - 1)
+        known = keys[at] == tags
         if not known.any():
             return out
-        n, total, prior, spread = rows[known].T
+        n, total, prior, spread = counts[at[known]].T
+        p, m = self.mean_relevance, self.pseudo_count
         q = np.clip((total + m * p) / (n + m), _EPS, 1.0 - _EPS)
         base = np.clip((prior + m * p) / (n + m), _EPS, 1.0 - _EPS) if self.expected else p
         out[known] = weight * (np.log(q / (1.0 - q)) - np.log(base / (1.0 - base))) * self._damping(spread)
@@ -379,7 +334,7 @@ class SiblingFeedback:
             return
         tags = np.asarray(arrays["siblings_tags"], dtype=np.int64)
         counts = np.asarray(arrays["siblings_counts"], dtype=np.float64).reshape(-1, 4)
-        if len(tags) != len(counts) or (tags.size and (tags.min() < 0 or tags.max() > _PAGE_FLAG | _MASK)):
+        if len(tags) != len(counts) or (tags.size and (tags.min() < 0 or tags.max() > _MASK)):
             raise ValueError("sibling counts do not match their tags")
         self._children = {int(t): row for t, row in zip(tags.tolist(), counts.tolist(), strict=True)}
         pages, total = np.asarray(arrays["siblings_pages"], dtype=np.float64).ravel()[:2]
@@ -392,10 +347,6 @@ class SiblingFeedback:
             value, since, fits = np.asarray(arrays["siblings_weight"], dtype=np.float64).ravel()[:3]
             self.learned.value = float(np.clip(value, 0.0, self.learned.max_weight))
             self.learned.since_fit, self.learned.fits = int(since), int(fits)
-
-
-def _logits(p: np.ndarray) -> np.ndarray:
-    return np.log(p / (1.0 - p))
 
 
 def _logit(p: float) -> float:
