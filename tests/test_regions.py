@@ -25,7 +25,7 @@ def test_each_list_and_each_headed_run_of_links_is_a_region():
     page = parse_page(DEPARTMENT)
     assert [href for href, _, _ in page.links] == ["/f1", "/f2", "/s1", "/s2", "/s3", "/c1", "/c2", "/lone"]
     # the list; the links under "Students" in the body (and the paragraph's lone link with them); the table
-    assert page.regions == [0, 0, 1, 1, 1, 2, 2, 1]
+    assert page.link_regions() == [0, 0, 1, 1, 1, 2, 2, 1]
 
 
 def test_a_link_alone_in_its_container_joins_the_parent_and_headings_divide():
@@ -37,10 +37,10 @@ def test_a_link_alone_in_its_container_joins_the_parent_and_headings_divide():
 
 
 def test_the_streaming_parser_gives_no_regions_and_truncation_keeps_them_parallel():
-    assert stream_page(DEPARTMENT).regions == []  # one region: the page
+    assert stream_page(DEPARTMENT).link_regions() == []  # one region: the page
     page = parse_page(DEPARTMENT)
     page.truncate(3)
-    assert len(page.links) == len(page.regions) == 3
+    assert len(page.links) == len(page.places) == len(page.link_regions()) == 3
 
 
 def views(texts, urls):

@@ -76,9 +76,10 @@ class ParsedPage:
 
     leaves: list[str] = field(default_factory=list)
     links: list[tuple[str, int, int]] = field(default_factory=list)
-    #: the region of each link (:func:`link_regions`), parallel to ``links``; empty when the parser
-    #: did not tell them apart (the streaming fallback): one region
-    regions: list[int] = field(default_factory=list)
+    #: where each link sits, parallel to ``links``: its open containers and the headings before it, the
+    #: input of :func:`~focused.learning.regions.link_regions` (computed only when asked, by
+    #: :meth:`link_regions`); empty when the parser did not record them (the streaming fallback)
+    places: list[tuple[tuple[int, ...], int]] = field(default_factory=list)
     base_href: str | None = None
     title: str = ""
     text: str = ""
@@ -89,10 +90,14 @@ class ParsedPage:
     #: page-analysis worker computed it (:mod:`focused.analysis`)
     link_ids: tuple[tuple[str, int, int], Any] | None = None
 
+    def link_regions(self) -> list[int]:
+        """The region of each link (:func:`~focused.learning.regions.link_regions`); [] without places."""
+        return link_regions(self.places) if self.places else []
+
     def truncate(self, n_links: int) -> None:
         """Keep only the first ``n_links`` links (a page cut at the crawl's cap of links per page)."""
         del self.links[n_links:]
-        del self.regions[n_links:]
+        del self.places[n_links:]
         if self.resolved is not None:
             del self.resolved[1][n_links:]
         self.link_ids = None
@@ -258,7 +263,7 @@ def _read_tree(root: etree._Element, page: ParsedPage, text: bool = True) -> Non
             if not hidden and el is not root:
                 parts.append(tail)
     page.links = [link for link in links if link is not None]
-    page.regions = link_regions([place for place, link in zip(places, links, strict=True) if link is not None])
+    page.places = [place for place, link in zip(places, links, strict=True) if link is not None]
     page.title = title or ""
     if text:
         page.text = normalize_text(parts)

@@ -68,8 +68,9 @@ def _tags(parsed: ParsedPage, url: str, links: Sequence[str]) -> np.ndarray:
     """The tag of each link's region of page ``url``: its first occurrence's; the page's tag for a
     link the parse did not see, and for every link of a page parsed without regions."""
     first: dict[str, int] = {}
-    if parsed.regions:
-        for region, target in zip(parsed.regions, resolve_links(parsed, url), strict=True):
+    regions = parsed.link_regions()
+    if regions:
+        for region, target in zip(regions, resolve_links(parsed, url), strict=True):
             if target is not None:
                 first.setdefault(page_key(target), region)
     memo: dict[int | None, float] = {}
