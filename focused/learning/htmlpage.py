@@ -25,30 +25,15 @@ from __future__ import annotations
 
 import re
 import threading
-from dataclasses import dataclass, field
-from html.parser import HTMLParser
 from typing import Any
 
 from lxml import etree
 
-from focused.learning.regions import HEADINGS, REGION_CONTAINERS, link_regions
+from focused.learning.htmlstream import stream_page
+from focused.learning.parsedpage import BLOCK, BREAK, LEAF_SKIP, LINK_TAGS, TEXT_SKIP, ParsedPage, normalize_text
+from focused.learning.regions import HEADINGS, REGION_CONTAINERS
 
-__all__ = ["ParsedPage", "parse_page", "stream_page"]
-
-#: Elements whose content is never shown to a reader (the visible text skips them).
-TEXT_SKIP = frozenset({"script", "style", "noscript", "template"})
-#: Elements skipped by the DOM leaf numbering of link features.
-LEAF_SKIP = frozenset({"script", "style", "template"})
-LINK_TAGS = frozenset({"a", "area"})
-
-#: Elements that start a new line of text (HTML block-level and table parts).
-BLOCK = frozenset(
-    """
-    address article aside blockquote body br caption center dd details dialog dir div dl dt fieldset
-    figcaption figure footer form frame frameset h1 h2 h3 h4 h5 h6 head header hr html iframe legend li
-    main menu nav ol option p pre section select summary table tbody td textarea tfoot th thead title tr ul
-    """.split()
-)
+__all__ = ["BLOCK", "LEAF_SKIP", "LINK_TAGS", "TEXT_SKIP", "ParsedPage", "normalize_text", "parse_page", "stream_page"]
 
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.IGNORECASE)
 # libxml2 drops whatever follows </body> or </html>; browsers show it, and 1990s pages put text there.
@@ -56,51 +41,8 @@ _END_TAGS = re.compile(r"</\s*(?:body|html)\s*>", re.IGNORECASE)
 # C0 controls other than tab/newline/CR, which libxml2 rejects in str input (made spaces; a regex
 # search first, since str.translate with a table costs a millisecond on a 20 KB page without any).
 _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f]")
-BREAK = "\x00"  # marks a block boundary while collecting; never in parsed text (see _CONTROL)
-_BREAKS = re.compile(r" ?\x00[\x00 ]*")
 _DEPTH_ERROR = "Excessive depth"
 _local = threading.local()
-
-
-@dataclass
-class ParsedPage:
-    """What one parse of a page gives (see the module docstring).
-
-    ``leaves`` are the DOM leaves of :mod:`focused.learning.linkfeatures` in
-    document order ('' for an empty leaf); ``links`` every ``<a>``/``<area>``
-    with an ``href`` as ``(href, first leaf, last leaf)``; ``base_href`` the
-    first ``<base href>``; ``title`` the first ``<title>`` text (not stripped);
-    ``text`` the visible text as :func:`~focused.learning.text.html_to_text`
-    returns it; ``deep`` whether the streaming fallback read the page.
-    """
-
-    leaves: list[str] = field(default_factory=list)
-    links: list[tuple[str, int, int]] = field(default_factory=list)
-    #: where each link sits, parallel to ``links``: its open containers and the headings before it, the
-    #: input of :func:`~focused.learning.regions.link_regions` (computed only when asked, by
-    #: :meth:`link_regions`); empty when the parser did not record them (the streaming fallback)
-    places: list[tuple[tuple[int, ...], int]] = field(default_factory=list)
-    base_href: str | None = None
-    title: str = ""
-    text: str = ""
-    deep: bool = False
-    #: (base URL, resolved URL of each link or None) memoised by :func:`~focused.learning.linkfeatures.resolve_links`
-    resolved: tuple[str, list[str | None]] | None = None
-    #: ((base URL, d_max, n_features), result) of :func:`~focused.learning.linkids.page_link_ids`, when a
-    #: page-analysis worker computed it (:mod:`focused.analysis`)
-    link_ids: tuple[tuple[str, int, int], Any] | None = None
-
-    def link_regions(self) -> list[int]:
-        """The region of each link (:func:`~focused.learning.regions.link_regions`); [] without places."""
-        return link_regions(self.places) if self.places else []
-
-    def truncate(self, n_links: int) -> None:
-        """Keep only the first ``n_links`` links (a page cut at the crawl's cap of links per page)."""
-        del self.links[n_links:]
-        del self.places[n_links:]
-        if self.resolved is not None:
-            del self.resolved[1][n_links:]
-        self.link_ids = None
 
 
 def _parser(kind: str) -> etree.HTMLParser:
@@ -301,12 +243,6 @@ def collect_text(root: etree._Element) -> str:
     return normalize_text(parts)
 
 
-def normalize_text(parts: list[str]) -> str:
-    """Join collected text parts: runs of whitespace one space, block breaks one newline."""
-    text = " ".join("".join(parts).split())  # str.split's whitespace is \s's; no Python call per run
-    return _BREAKS.sub("\n", text).strip()
-
-
 def close_sloppy_comments(html: str) -> str:
     """Drop 1990s "comments" that end at the first ``>`` (``<!-- note >``) instead of ``-->``.
 
@@ -333,87 +269,3 @@ def close_sloppy_comments(html: str) -> str:
         start = html.find("<!--", kept)
     parts.append(html[kept:])
     return "".join(parts)
-
-
-_VOID = frozenset("area base br col embed hr img input keygen link meta param source track wbr".split())
-#: How far down the open elements an end tag looks for its start tag (bounds the work of tag soup).
-_MATCH_WINDOW = 64
-
-
-class _Stream(HTMLParser):
-    def __init__(self) -> None:
-        super().__init__(convert_charrefs=True)
-        self.page = ParsedPage(deep=True)
-        self.parts: list[str] = []
-        #: open elements: (tag, first leaf, href of a link or None)
-        self.open: list[tuple[str, int, str | None]] = []
-        self.leaf_skip = 0  # open <script>/<style>/<template> elements
-        self.text_skip = 0  # ... and <noscript>
-        self.in_title = False
-
-    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        href = next((v for k, v in attrs if k == "href"), None) if tag in LINK_TAGS or tag == "base" else None
-        if tag == "base" and self.page.base_href is None and href is not None:
-            self.page.base_href = href
-        if tag in BLOCK and not self.text_skip:
-            self.parts.append(BREAK)
-        if tag in _VOID:
-            if not self.leaf_skip:
-                self.page.leaves.append("")
-                if tag == "area" and href is not None:
-                    n = len(self.page.leaves) - 1
-                    self.page.links.append((href, n, n))
-            return
-        self.open.append((tag, len(self.page.leaves), href))
-        self.leaf_skip += tag in LEAF_SKIP
-        self.text_skip += tag in TEXT_SKIP
-        self.in_title = tag == "title" and not self.page.title
-
-    def handle_startendtag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        self.handle_starttag(tag, attrs)
-        if tag not in _VOID:
-            self.handle_endtag(tag)
-
-    def handle_endtag(self, tag: str) -> None:
-        for depth in range(len(self.open) - 1, max(-1, len(self.open) - 1 - _MATCH_WINDOW), -1):
-            if self.open[depth][0] == tag:
-                while len(self.open) > depth:
-                    self._close()
-                return
-
-    def _close(self) -> None:
-        tag, start, href = self.open.pop()
-        self.leaf_skip -= tag in LEAF_SKIP
-        self.text_skip -= tag in TEXT_SKIP
-        self.in_title = False
-        leaves = self.page.leaves
-        if tag in BLOCK and not self.text_skip:
-            self.parts.append(BREAK)
-        if self.leaf_skip or tag in LEAF_SKIP:  # a skipped element is no leaf either
-            return
-        if len(leaves) == start:
-            leaves.append("")
-        if tag in LINK_TAGS and href is not None:
-            self.page.links.append((href, start, len(leaves) - 1))
-
-    def handle_data(self, data: str) -> None:
-        if self.in_title and not self.page.title:
-            self.page.title = data
-        if not self.text_skip:
-            self.parts.append(data)
-        if not self.leaf_skip and data and not data.isspace():
-            self.page.leaves.append(data)
-
-    def finish(self) -> ParsedPage:
-        self.close()
-        while self.open:
-            self._close()
-        self.page.text = normalize_text(self.parts)
-        return self.page
-
-
-def stream_page(html: str) -> ParsedPage:
-    """Leaves, links, base, title and visible text of ``html`` without building a tree."""
-    stream = _Stream()
-    stream.feed(html)
-    return stream.finish()

@@ -15,7 +15,7 @@ __all__ = ["HEADINGS", "MIN_REGION_LINKS", "REGION_CONTAINERS", "link_regions"]
 
 #: Headings divide a region: the links under one heading of a container are one region.
 HEADINGS = frozenset("h1 h2 h3 h4 h5 h6".split())
-#: Elements that hold a region of links: the block elements (:data:`focused.learning.htmlpage.BLOCK`)
+#: Elements that hold a region of links: the block elements (:data:`focused.learning.parsedpage.BLOCK`)
 #: but lines, rules, headings and the document head.
 REGION_CONTAINERS = frozenset(
     """
