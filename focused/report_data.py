@@ -207,7 +207,7 @@ def _explain(path: Path, choice: Choice, critic: Any, topic: Any, n_features: in
     strongest: list[tuple[str, float]] = []
     if critic is not None and topic is not None:
         if anchor:
-            anchor_relevance = float(critic.snippet_relevance([anchor], topic)[0])
+            anchor_relevance = float(critic.snippet_relevance([anchor], topic, [choice.url])[0])
         nearest: dict[str, str] = {}  # each word once, at its offset nearest the link
         for feature in features:
             word, _, d = feature.rpartition("@")

@@ -123,7 +123,7 @@ def _examples(docs: Sequence[_Doc]) -> dict[str, list[str]]:
     return examples
 
 
-def _train_on_docs(docs: Sequence[_Doc], archive: str | Path, **kw: Any) -> Critic:
+def _train_on_docs(docs: Sequence[_Doc], archive: str | Path, *, url_features: bool = True, **kw: Any) -> Critic:
     metadata = {
         "corpus": "webkb",
         "archive": Path(archive).name,
@@ -134,6 +134,7 @@ def _train_on_docs(docs: Sequence[_Doc], archive: str | Path, **kw: Any) -> Crit
     return Critic.train(
         [d.text for d in docs],
         [d.label for d in docs],
+        urls=[d.url for d in docs] if url_features else None,
         metadata=metadata,
         examples=_examples(docs),
         **kw,
@@ -149,7 +150,8 @@ def train_webkb_critic(
 ) -> Critic:
     """Train a WebKB page-type critic on ``universities`` (default all) minus ``exclude``.
 
-    Extra keywords go to :meth:`Critic.train`. ``metadata`` records the
+    The critic reads each page's URL words too (``url_features=False``: its text only;
+    :mod:`focused.learning.urlwords`). Extra keywords go to :meth:`Critic.train`. ``metadata`` records the
     universities; ``examples`` keeps up to five URLs per class, the department
     home pages first for ``department`` (the default seeds).
     """
@@ -187,21 +189,26 @@ def _ties(values: np.ndarray, sample: int = 1000, seed: int = 0) -> int:
 
 
 def evaluate_critic(
-    critic: Critic, texts: Sequence[str], labels: Sequence[str], auc_classes: Sequence[str] = ()
+    critic: Critic,
+    texts: Sequence[str],
+    labels: Sequence[str],
+    auc_classes: Sequence[str] = (),
+    urls: Sequence[str] | None = None,
 ) -> dict[str, Any]:
     """Accuracy, log-loss, macro P/R/F1, AUCs and tie counts, raw and calibrated posteriors.
 
     AUCs are of one class's posterior against all other pages (the relevance
     ranking of a single-class topic); ``macro_auc`` averages over the classes
     present in ``labels``; ``ties`` counts pages among 1,000 sampled whose
-    score for the first ``auc_classes`` class exactly equals another's.
+    score for the first ``auc_classes`` class exactly equals another's. ``urls``
+    are the pages' URLs, which a critic with URL features reads.
     """
     from sklearn.metrics import precision_recall_fscore_support, roc_auc_score
 
     index = {c: i for i, c in enumerate(critic.classes)}
     y = np.array([index.get(label, -1) for label in labels])
     results: dict[str, Any] = {"n_test": len(y)}
-    for name, post in (("raw", critic.raw_posteriors(texts)), ("calibrated", critic.posteriors(texts))):
+    for name, post in (("raw", critic.raw_posteriors(texts, urls)), ("calibrated", critic.posteriors(texts, urls))):
         pred = post.argmax(axis=1)
         known = y >= 0
         true_p = np.clip(post[np.flatnonzero(known), y[known]], 1e-15, 1.0)
@@ -261,7 +268,8 @@ def evaluate_webkb_louo(archive: str | Path, held_out: Sequence[str] = LOUO_UNIV
         train = [d for d in docs if d.university != university]
         test = [d for d in docs if d.university == university]
         critic = _train_on_docs(train, archive, **kw)
-        stats = evaluate_critic(critic, [d.text for d in test], [d.label for d in test], WEBKB_AUC_CLASSES)
+        texts, labels, urls = [d.text for d in test], [d.label for d in test], [d.url for d in test]
+        stats = evaluate_critic(critic, texts, labels, WEBKB_AUC_CLASSES, urls)
         stats["length_scale"] = critic.length_scale
         per[university] = stats
     mean: dict[str, Any] = {}

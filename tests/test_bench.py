@@ -133,8 +133,27 @@ def test_gap_closure_against_the_better_oracle_and_on_mean_harvests():
 def test_only_a_crawl_that_finished_with_pages_is_reused(tmp_path, stats, reused):
     from focused.bench.runner import CrawlSpec, stats_path
     from focused.bench.suite import reuse_crawl
+    from focused.crawldb import CrawlDB
 
     spec = CrawlSpec("c", "course", "baseline", ("http://a.test/",), tmp_path / "m.npz", "", tmp_path / "c.sqlite", 250)
-    spec.db.write_bytes(b"")
+    db = CrawlDB(spec.db)
+    db.set_meta(critic_model=str(tmp_path / "m.npz"))
+    db.close()
     stats_path(spec).write_text(json.dumps(stats))
     assert (reuse_crawl(spec) is not None) is reused
+
+
+def test_a_crawl_made_with_another_critic_is_not_reused(tmp_path):
+    from dataclasses import replace
+
+    from focused.bench.runner import CrawlSpec, stats_path
+    from focused.bench.suite import reuse_crawl
+    from focused.crawldb import CrawlDB
+
+    spec = CrawlSpec("c", "course", "baseline", ("http://a.test/",), tmp_path / "m.npz", "", tmp_path / "c.sqlite", 250)
+    db = CrawlDB(spec.db)
+    db.set_meta(critic_model=str(tmp_path / "critic-without-x.npz"))  # a text-only critic, say
+    db.close()
+    stats_path(spec).write_text(json.dumps({"finish_reason": "focused_max_pages", "focused/pages": 250}))
+    assert reuse_crawl(spec) is None
+    assert reuse_crawl(replace(spec, model=tmp_path / "critic-without-x.npz")) is not None

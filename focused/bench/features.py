@@ -69,7 +69,7 @@ def _critic(archive: Path, cache: Path, university: str) -> Any:
     path = cache / f"critic-webkb-without-{university}.npz"
     if not path.exists():
         logger.info("training the critic without %s", university)
-        train_webkb_critic(archive, exclude=[university]).save(path)
+        train_webkb_critic(archive, exclude=[university], url_features=False).save(path)  # the study reads text
     return load_critic(path)
 
 

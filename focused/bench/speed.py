@@ -47,7 +47,7 @@ def speed_study(store: ReplayStore, model: Path, *, pages: int = 1000, topic: st
     # the crawl's default apprentice: <t,d> features plus the critic's views of each link
     learner = Apprentice(min_instances=1, binning="equal-prob", n_side=2)
     online = OnlineApprentice(
-        learner, d_max=5, snippet_critic=lambda texts, _urls: critic.snippet_relevance(texts, target)
+        learner, d_max=5, snippet_critic=lambda texts, urls: critic.snippet_relevance(texts, target, urls)
     )
     rng = np.random.default_rng(0)
     for url, html in docs:  # a first pass to train a model to score with

@@ -198,6 +198,12 @@ def reuse_crawl(spec: CrawlSpec) -> CrawlResult | None:
         return None
     if not stats.get("focused/pages"):  # "finished" without a page: its replay was gone; crawl it again
         return None
+    from focused.crawldb import read_meta
+
+    model = read_meta(spec.db).get("critic_model")
+    if model is not None and Path(model).name != Path(spec.model).name:  # made with another critic
+        logger.info("not reusing %s: its critic was %s", spec.db.name, Path(model).name)
+        return None
     logger.info("reusing %s", spec.db.name)
     return CrawlResult(spec, 0, float(stats.get("elapsed_time_seconds", 0.0)), spec.db.with_suffix(".log"), stats)
 

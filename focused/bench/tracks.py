@@ -112,12 +112,15 @@ def topic_seeds(members: set[str], graph: Mapping[str, Sequence[str]], n: int = 
     return tuple(sorted(count, key=lambda u: (-count[u], u))[:n])
 
 
-def train_store_critic(store: ReplayStore, groups: Collection[str], **kw: Any) -> Critic:
-    """A page critic trained on the labelled, fetched (200) pages of ``groups``; a page's first label is its class."""
+def train_store_critic(store: ReplayStore, groups: Collection[str], *, url_features: bool = True, **kw: Any) -> Critic:
+    """A page critic trained on the labelled, fetched (200) pages of ``groups``; a page's first label is its class.
+
+    With ``url_features`` it learns from each page's URL words too (:mod:`focused.learning.urlwords`).
+    """
     from focused.learning.critic import Critic
     from focused.learning.text import html_to_text
 
-    texts, labels = [], []
+    texts, labels, urls = [], [], []
     for response in store.responses():
         if response.status != 200 or store.group_of(response.url) not in groups:
             continue
@@ -130,9 +133,11 @@ def train_store_critic(store: ReplayStore, groups: Collection[str], **kw: Any) -
             charset = content_type.split("charset=", 1)[1].split(";")[0].strip().strip('"') or None
         texts.append(html_to_text(response.body, charset))
         labels.append(label.split("|")[0])
+        urls.append(response.url)
     if len(set(labels)) < 2:
         raise TrackError(f"the critic needs labelled pages of two classes or more in {', '.join(sorted(groups))}")
-    return Critic.train(texts, labels, metadata={"bench": "held-out groups", "groups": sorted(groups)}, **kw)
+    meta = {"bench": "held-out groups", "groups": sorted(groups)}
+    return Critic.train(texts, labels, urls=urls if url_features else None, metadata=meta, **kw)
 
 
 def holdout_track(
@@ -143,13 +148,15 @@ def holdout_track(
     labels: Path | None = None,
     hold_out: Sequence[str] | None = None,
     topics: Sequence[str] | None = None,
+    critic_urls: bool = True,
 ) -> Track:
     """A leave-one-group-out track on any WebKB-layout archive or WARC with a labels file.
 
     For each held-out group the critic is trained on every *other* group's
     labelled pages, and each topic's crawl is confined to the held-out group
     (the replay 404s the rest) from the seed :func:`group_seed` picks. Defaults:
-    the WebKB universities and page types when the archive has them.
+    the WebKB universities and page types when the archive has them. With
+    ``critic_urls`` the critics have URL features (:mod:`focused.learning.urlwords`).
     Raises :class:`TrackError` naming what is wrong and what is valid.
     """
     from focused.learning.critic import load_critic
@@ -176,11 +183,11 @@ def holdout_track(
     track = Track(name, store, cache / f"{name}.labels.tsv")
     _write_labels(store, track.labels)
     for group in hold_out:
-        model = cache / f"critic-{name}-without-{group}.npz"
+        model = cache / f"critic-{name}-without-{group}{'-urls' if critic_urls else ''}.npz"
         if not model.exists():
             others = [g for g in groups if g != group]
             logger.info("training the critic without %s (on %s)", group, ", ".join(others))
-            train_store_critic(store, others).save(model)
+            train_store_critic(store, others, url_features=critic_urls).save(model)
         critic = load_critic(model)
         wanted = tuple(topics) if topics else tuple(t for t in WEBKB_TARGETS if t in critic.topics())
         if not wanted:
@@ -224,24 +231,26 @@ def webkb_track(
     *,
     universities: tuple[str, ...] = WEBKB_UNIVERSITIES,
     targets: tuple[str, ...] = WEBKB_TARGETS,
+    critic_urls: bool = True,
 ) -> Track:
     """The leave-one-university-out WebKB track (:func:`holdout_track` on the WebKB archive)."""
-    return holdout_track("webkb", archive, cache, hold_out=universities, topics=targets)
+    return holdout_track("webkb", archive, cache, hold_out=universities, topics=targets, critic_urls=critic_urls)
 
 
-def wiki_track(cache: Path, *, topics: Sequence[str] | None = None) -> Track:
+def wiki_track(cache: Path, *, topics: Sequence[str] | None = None, critic_urls: bool = True) -> Track:
     """The Wikipedia track: topics of the category tree on the rendered site.
 
     The critic is cross-fitted (a page is judged by the fold that did not
     train on it), so the crawl is not confined. Any topic of the critic's
     taxonomy is accepted; its seeds follow :func:`topic_seeds` on the article
     graph (for the default topics, the seeds the track stored by the same rule).
+    With ``critic_urls`` the critic has URL features.
     """
     from focused.learning.critic import load_critic
     from focused.learning.topics import UnknownTopicError
     from focused.wiki.build import prepare_wiki_track, reachable_from, read_link_graph
 
-    wiki = prepare_wiki_track(cache / "wiki")
+    wiki = prepare_wiki_track(cache / "wiki", url_features=critic_urls)
     store = open_store(wiki.warc, labels=wiki.labels)
     track = Track("wiki", store, wiki.labels)
     critic = load_critic(wiki.critic)

@@ -53,6 +53,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument("--no-throughput", action="store_true", help="skip the throughput comparison")
     parser.add_argument(
+        "--critic-urls",
+        choices=("on", "off"),
+        default="on",
+        help="whether the tracks' critics read each page's URL words beside its text (default: on)",
+    )
+    parser.add_argument(
         "--reuse", action="store_true", help="reuse finished crawls of an earlier run in the same --out folder"
     )
     parser.add_argument(
@@ -164,11 +170,19 @@ def _run(args: argparse.Namespace) -> int:
             track_name = archive.name.split(".")[0] if args.archive else "webkb"
             track_cache = cache / track_name
             tracks.append(
-                holdout_track(track_name, archive, track_cache, labels=labels, hold_out=groups, topics=targets)
+                holdout_track(
+                    track_name,
+                    archive,
+                    track_cache,
+                    labels=labels,
+                    hold_out=groups,
+                    topics=targets,
+                    critic_urls=args.critic_urls == "on",
+                )
             )
         elif name == "wiki":
             try:
-                track = wiki_track(cache, topics=topics)
+                track = wiki_track(cache, topics=topics, critic_urls=args.critic_urls == "on")
             except ModuleNotFoundError as exc:
                 raise ValueError(f"the wiki track is not available in this build: {exc}") from exc
             if args.quick:

@@ -75,6 +75,11 @@ def _training_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--n-features", type=int, default=2**18, help="hash buckets (default: %(default)s)")
     parser.add_argument("--no-calibrate", action="store_true", help="keep raw naive Bayes posteriors")
     parser.add_argument("--seed", type=int, default=0, help="seed of the calibration hold-out (default: 0)")
+    parser.add_argument(
+        "--url-words",
+        choices=("on", "off"),
+        help="the critic also reads each page's URL words (default: on for WebKB, off for a document tree)",
+    )
 
 
 def _training_kw(args: argparse.Namespace) -> dict[str, Any]:
@@ -83,6 +88,11 @@ def _training_kw(args: argparse.Namespace) -> dict[str, Any]:
         "calibrate": not args.no_calibrate,
         "seed": args.seed,
     }
+    webkb = getattr(args, "webkb", None) is not None
+    if args.url_words == "on" and not webkb:
+        raise CommandError("--url-words on needs pages with URLs (--webkb); a document tree has none")
+    if webkb:
+        kw["url_features"] = args.url_words != "off"
     if args.alpha is not None:
         if not args.alpha > 0:
             raise CommandError("--alpha must be positive")

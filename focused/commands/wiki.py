@@ -41,6 +41,9 @@ def register(subparsers: Any) -> None:
     train.add_argument("--n-features", type=int, help="hashed features (default 2**17)")
     train.add_argument("--alpha", type=float, help="naive Bayes smoothing (default 0.05)")
     train.add_argument("--cv", action="store_true", help="also report the 5-fold cross-fitted accuracy")
+    train.add_argument(
+        "--url-words", choices=("on", "off"), default="on", help="read each article's URL words too (default: on)"
+    )
     train.set_defaults(func=run_train_wiki_critic)
 
 
@@ -95,12 +98,13 @@ def run_train_wiki_critic(args: argparse.Namespace) -> int:
     n_features = args.n_features or DEFAULT_N_FEATURES
     taxonomy = build_taxonomy(wiki.categories)
     texts = page_texts(wiki)
-    critic = train_wiki_critic(wiki, taxonomy=taxonomy, texts=texts, n_features=n_features, alpha=alpha)
+    kw = {"n_features": n_features, "alpha": alpha, "url_features": args.url_words == "on"}
+    critic = train_wiki_critic(wiki, taxonomy=taxonomy, texts=texts, **kw)
     critic.save(args.output)
     size = args.output.stat().st_size / 1e6
     print(f"{args.output}: {len(critic.classes)} classes, {size:.1f} MB ({time.perf_counter() - start:.1f} s)")
     if args.cv:
-        folds = train_wiki_critic(wiki, taxonomy=taxonomy, texts=texts, folds=5, n_features=n_features, alpha=alpha)
+        folds = train_wiki_critic(wiki, taxonomy=taxonomy, texts=texts, folds=5, **kw)
         accuracy = cross_validate(wiki, folds, taxonomy=taxonomy, texts=texts)  # type: ignore[arg-type]
         print(f"5-fold cross-fitted top-1 accuracy: {accuracy:.3f}")
     return 0

@@ -76,12 +76,14 @@ class CrossFitCritic:
         k: int = 5,
         metadata: dict[str, Any] | None = None,
         examples: dict[str, list[str]] | None = None,
+        url_features: bool = False,
         **critic_args: Any,
     ) -> CrossFitCritic:
         """Train fold ``f``'s critic on the pages whose URL is not in fold ``f``.
 
         A page may appear several times (one copy per class); its copies share a
-        fold. ``critic_args`` go to :meth:`Critic.train`.
+        fold. With ``url_features`` the fold critics read each page's URL words too.
+        ``critic_args`` go to :meth:`Critic.train`.
         """
         if not len(texts) == len(labels) == len(urls):
             raise ValueError(f"{len(texts)} texts, {len(labels)} labels, {len(urls)} urls")
@@ -89,7 +91,10 @@ class CrossFitCritic:
         critics = []
         for f in range(k):
             keep = [i for i, g in enumerate(fold) if g != f]
-            critics.append(Critic.train([texts[i] for i in keep], [labels[i] for i in keep], **critic_args))
+            keep_urls = [urls[i] for i in keep] if url_features else None
+            critics.append(
+                Critic.train([texts[i] for i in keep], [labels[i] for i in keep], urls=keep_urls, **critic_args)
+            )
         meta = dict(metadata or {})
         meta["crossfit"] = {"k": k, "fold_sizes": np.bincount(fold, minlength=k).tolist()}
         return cls(critics, metadata=meta, examples=examples)
@@ -131,7 +136,8 @@ class CrossFitCritic:
         for f, critic in enumerate(self.folds):
             rows = np.array([i for i, g in enumerate(folds) if g == f], dtype=np.intp)
             if len(rows):
-                out[np.ix_(rows, self._columns[f])] = getattr(critic, method)([texts[i] for i in rows])
+                read = getattr(critic, method)
+                out[np.ix_(rows, self._columns[f])] = read([texts[i] for i in rows], [given[i] for i in rows])
             if len(unknown):
                 out[np.ix_(unknown, self._columns[f])] += getattr(critic, method)([texts[i] for i in unknown]) / self.k
         return out

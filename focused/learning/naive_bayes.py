@@ -25,38 +25,30 @@ A model is saved as one ``.npz`` file of plain arrays and a JSON header
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
+from focused.learning import nb_bundle
 from focused.learning.calibration import HOLDOUT_FRACTION, fit_length_scale, stratified_split
-from focused.learning.modelfile import ModelFileError, read_model, save_model
+from focused.learning.modelfile import save_model
+from focused.learning.nb_bundle import FORMAT_VERSION, REBUILD_HINT, ModelError, read_critic_file
 from focused.learning.text import tokenize
 from focused.learning.topics import Topic, UnknownTopicError, Verdict, resolve_topic, topics_of
+from focused.learning.urlwords import MIN_PAGES, url_text, url_vocabulary
 from focused.learning.wordtable import hashed_counts as _hash_texts
 
 __all__ = ["DEFAULT_ALPHA", "FORMAT_VERSION", "REBUILD_HINT", "Critic", "ModelError", "read_critic_file"]
 
-logger = logging.getLogger(__name__)
-
-#: Version of the ``kind="nb"`` bundle layout written by :meth:`Critic.save`.
-FORMAT_VERSION = 1
 #: Default additive (Lidstone) smoothing (chosen on 20 Newsgroups and WebKB, see :mod:`focused.learning.calibration`).
 DEFAULT_ALPHA = 0.1
-_TOKENIZER_NAME = f"{tokenize.__module__}.{tokenize.__qualname__}"
-#: What to do about a bad critic model file (ends every :class:`ModelError` about one).
-REBUILD_HINT = (
-    "Rebuild the default model with `make models` (or `focused models`), "
-    "or train one with `focused train-critic --webkb ARCHIVE -o PATH`."
-)
-_T = TypeVar("_T")
+#: The URLs of the pages or link targets a critic reads, parallel to the texts (None: no URL known).
+URLs = Sequence[str | None] | None
 
-
-class ModelError(ModelFileError):
-    """A critic model file is missing, corrupt, a pickle, or of another kind or format version."""
+logger = logging.getLogger(__name__)
 
 
 class Critic:
@@ -65,10 +57,12 @@ class Critic:
     Build one with :meth:`train` or :func:`~focused.learning.critic.load_critic`; the constructor takes
     fitted state. ``feature_count`` is the (n_classes, n_features) matrix of
     summed token counts per class, ``class_count`` the number of training pages
-    per class, ``length_scale`` the fitted ``L_eff`` (``None``: uncalibrated).
+    per class, ``length_scale`` the fitted ``L_eff`` (``None``: uncalibrated). With
+    ``url_words`` (the URL words it knows; None: no URL features) the critic reads each page's
+    text followed by its URL's words (:func:`~focused.learning.urlwords.url_text`) wherever a URL is given.
     """
 
-    kind = "nb"
+    kind = nb_bundle.KIND
 
     def __init__(
         self,
@@ -81,6 +75,7 @@ class Critic:
         length_scale: float | None = None,
         metadata: dict[str, Any] | None = None,
         examples: dict[str, list[str]] | None = None,
+        url_words: Collection[str] | None = None,
     ) -> None:
         classes = [str(c) for c in classes]
         class_count = np.asarray(class_count, dtype=np.float64)
@@ -101,10 +96,16 @@ class Critic:
         self.alpha = float(alpha)
         self.n_features = int(n_features)
         self.length_scale = None if length_scale is None else float(length_scale)
+        self.url_words = None if url_words is None else frozenset(str(w) for w in url_words)
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.examples: dict[str, list[str]] = {k: list(v) for k, v in (examples or {}).items()}
         self._class_index = {c: i for i, c in enumerate(classes)}
         self._rebuild()
+
+    @property
+    def url_features(self) -> bool:
+        """Whether the critic reads URLs (see :mod:`focused.learning.urlwords`)."""
+        return self.url_words is not None
 
     def _rebuild(self) -> None:
         """Derive the scoring state (log prior, sparse log-probability weights) from the counts."""
@@ -127,6 +128,8 @@ class Critic:
         texts: Sequence[str],
         labels: Sequence[str],
         *,
+        urls: Sequence[str] | None = None,
+        url_min_pages: int = MIN_PAGES,
         n_features: int = 2**18,
         alpha: float = DEFAULT_ALPHA,
         calibrate: bool = True,
@@ -139,6 +142,9 @@ class Critic:
         With ``calibrate`` a stratified 20% hold-out (drawn with ``seed``) fits
         the effective length ``L_eff`` of :meth:`posteriors`; the counts are then
         refitted on all pages. Training statistics go to ``metadata["critic"]``.
+        With ``urls`` (each page's URL) the critic has URL features: it learns from
+        each page's text and URL words (those in ``url_min_pages`` URLs or more), and reads
+        them wherever a URL is given.
         """
         if isinstance(texts, str) or isinstance(labels, str):
             raise TypeError("texts and labels must be sequences of strings, not a string")
@@ -149,13 +155,17 @@ class Critic:
             raise ValueError(f"need pages of at least two classes, got {classes}")
         index = {c: i for i, c in enumerate(classes)}
         y = np.array([index[str(label)] for label in labels], dtype=np.int64)
+        url_words = None if urls is None else url_vocabulary(urls, url_min_pages)
+        if url_words is not None and urls is not None:
+            texts = _with_urls(texts, urls, url_words)
         X = _hash_texts(texts, n_features)
         info: dict[str, Any] = {
             "n_documents": len(y),
             "class_counts": {c: int(n) for c, n in zip(classes, np.bincount(y, minlength=len(classes)), strict=True)},
             "alpha": float(alpha),
             "n_features": int(n_features),
-            "tokenizer": _TOKENIZER_NAME,
+            "tokenizer": nb_bundle.TOKENIZER_NAME,
+            "url_features": None if url_words is None else {"min_pages": url_min_pages, "words": len(url_words)},
             "seed": seed,
         }
         length_scale = None
@@ -180,14 +190,20 @@ class Critic:
             length_scale=length_scale,
             metadata=meta,
             examples=examples,
+            url_words=url_words,
         )
 
     # ------------------------------------------------------------------ scoring
 
-    def transform(self, texts: Sequence[str]) -> sp.csr_matrix:
-        """Hashed token counts of ``texts``, shape (n, n_features)."""
+    def transform(self, texts: Sequence[str], urls: URLs = None, *, anchors: bool = False) -> sp.csr_matrix:
+        """Hashed token counts of ``texts`` (and, with URL features, of ``urls``), shape (n, n_features).
+
+        With ``anchors`` a URL word the text already has is left out (see :meth:`snippet_posteriors`).
+        """
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of strings, not a string")
+        if self.url_words is not None and urls is not None:
+            texts = _with_urls(texts, urls, self.url_words, anchors=anchors)
         return _hash_texts(texts, self.n_features)
 
     def _log_likelihood(self, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
@@ -203,46 +219,49 @@ class Critic:
             loglik *= (self.length_scale / np.maximum(lengths, 1.0))[:, None]
         return loglik + self.class_log_prior_[None, :]
 
-    def posteriors(self, texts: Sequence[str]) -> np.ndarray:
+    def posteriors(self, texts: Sequence[str], urls: URLs = None) -> np.ndarray:
         """Calibrated class posteriors Pr(c | page), shape (n, n_classes); rows sum to 1."""
-        return _softmax(self._joint(self.transform(texts), calibrated=True))
+        return _softmax(self._joint(self.transform(texts, urls), calibrated=True))
 
-    def raw_posteriors(self, texts: Sequence[str]) -> np.ndarray:
+    def raw_posteriors(self, texts: Sequence[str], urls: URLs = None) -> np.ndarray:
         """Textbook naive Bayes posteriors (saturate on long pages; for comparison only)."""
-        return _softmax(self._joint(self.transform(texts), calibrated=False))
+        return _softmax(self._joint(self.transform(texts, urls), calibrated=False))
 
-    def snippet_posteriors(self, texts: Sequence[str]) -> np.ndarray:
+    def snippet_posteriors(self, texts: Sequence[str], urls: URLs = None) -> np.ndarray:
         """Class posteriors of short texts (anchor texts), never sharper than textbook naive Bayes.
 
         The page calibration rescales a text's log-likelihood to ``L_eff``
         tokens, which would *sharpen* a two-word anchor several-fold. Here the
         factor is ``min(1, L_eff / L)``: short snippets keep their raw naive
         Bayes posterior, long ones are flattened as pages are. An empty text
-        gets the class prior.
+        gets the class prior. ``urls`` are the URLs of the links' *targets*: a
+        critic with URL features reads each anchor followed by its target's URL words,
+        less those the anchor has (an anchor that is its target's title, as an
+        encyclopedia's are, would otherwise count each of its words twice).
         """
-        loglik, lengths = self._log_likelihood(self.transform(texts))
+        loglik, lengths = self._log_likelihood(self.transform(texts, urls, anchors=True))
         if self.length_scale is not None:
             loglik *= np.minimum(1.0, self.length_scale / np.maximum(lengths, 1.0))[:, None]
         return _softmax(loglik + self.class_log_prior_[None, :])
 
-    def snippet_relevance(self, texts: Sequence[str], topic: Topic) -> np.ndarray:
+    def snippet_relevance(self, texts: Sequence[str], topic: Topic, urls: URLs = None) -> np.ndarray:
         """Pr(topic | snippet) for short texts; see :meth:`snippet_posteriors`."""
         idx = self._topic_indices(topic)
-        return np.clip(self.snippet_posteriors(texts)[:, idx].sum(axis=1), 0.0, 1.0)
+        return np.clip(self.snippet_posteriors(texts, urls)[:, idx].sum(axis=1), 0.0, 1.0)
 
-    def predict(self, texts: Sequence[str]) -> list[str]:
+    def predict(self, texts: Sequence[str], urls: URLs = None) -> list[str]:
         """The most probable class of each text."""
-        best = self._joint(self.transform(texts), calibrated=True).argmax(axis=1)
+        best = self._joint(self.transform(texts, urls), calibrated=True).argmax(axis=1)
         return [self.classes[i] for i in best]
 
-    def relevance(self, texts: Sequence[str], topic: Topic) -> np.ndarray:
+    def relevance(self, texts: Sequence[str], topic: Topic, urls: URLs = None) -> np.ndarray:
         """Pr(topic | page) for each text: the posterior mass of the topic's classes."""
         idx = self._topic_indices(topic)
-        return np.clip(self.posteriors(texts)[:, idx].sum(axis=1), 0.0, 1.0)
+        return np.clip(self.posteriors(texts, urls)[:, idx].sum(axis=1), 0.0, 1.0)
 
     def judge(self, text: str, topic: Topic, *, url: str | None = None) -> Verdict:
-        """Relevance, best class and best three classes of one page (``url`` is unused here)."""
-        post = self.posteriors([text])[0]
+        """Relevance, best class and best three classes of one page (``url`` read with URL features)."""
+        post = self.posteriors([text], [url])[0]
         relevance = float(np.clip(post[self._topic_indices(topic)].sum(), 0.0, 1.0))
         order = np.argsort(-post, kind="stable")[:3]
         top = tuple(self.classes[i] for i in order)
@@ -273,77 +292,12 @@ class Critic:
 
     def to_bundle(self) -> dict[str, Any]:
         """The model as a plain dict of arrays and builtins (what :meth:`save` writes)."""
-        fc = self.feature_count_
-        return {
-            "kind": self.kind,
-            "format_version": FORMAT_VERSION,
-            "classes": list(self.classes),
-            "class_count": self.class_count_.copy(),
-            # CSR parts as plain arrays: small, and independent of scipy's pickle layout.
-            "feature_count": {
-                "data": fc.data.astype(np.float32),
-                "indices": fc.indices.astype(np.int32),
-                "indptr": fc.indptr.astype(np.int64),
-                "shape": tuple(int(n) for n in fc.shape),
-            },
-            "features": {
-                "vectorizer": "sklearn.feature_extraction.text.HashingVectorizer",
-                "n_features": self.n_features,
-                "alternate_sign": False,
-                "norm": None,
-                "lowercase": False,
-                "tokenizer": _TOKENIZER_NAME,
-            },
-            "alpha": self.alpha,
-            "calibration": None
-            if self.length_scale is None
-            else {"method": "length", "length_scale": self.length_scale},
-            "metadata": self.metadata,
-            "examples": self.examples,
-        }
+        return nb_bundle.bundle_of(self)
 
     @classmethod
     def from_bundle(cls, bundle: dict[str, Any]) -> Critic:
-        """Rebuild a critic from :meth:`to_bundle` output.
-
-        Raises
-        ------
-        ModelError
-            When the bundle is not a ``kind="nb"`` bundle of this format version.
-        """
-        if not isinstance(bundle, dict) or bundle.get("kind") != cls.kind:
-            kind = bundle.get("kind") if isinstance(bundle, dict) else type(bundle).__name__
-            raise ModelError(f"not a naive Bayes critic bundle (kind={kind!r}). {REBUILD_HINT}")
-        version = bundle.get("format_version")
-        if version != FORMAT_VERSION:
-            raise ModelError(
-                f"critic model format version {version!r} is not supported (this code reads "
-                f"version {FORMAT_VERSION}). {REBUILD_HINT}"
-            )
-        try:
-            features = bundle["features"]
-            if features.get("tokenizer") != _TOKENIZER_NAME or features.get("alternate_sign") is not False:
-                raise ModelError(f"critic model uses different features ({features}). {REBUILD_HINT}")
-            parts = bundle["feature_count"]
-            feature_count = sp.csr_matrix(
-                (parts["data"], parts["indices"], parts["indptr"]), shape=tuple(parts["shape"])
-            )
-            feature_count.check_format(full_check=True)  # indices in range: a file is not trusted
-            calibration = bundle.get("calibration") or {}
-            return cls(
-                bundle["classes"],
-                bundle["class_count"],
-                feature_count,
-                alpha=bundle["alpha"],
-                n_features=int(features["n_features"]),
-                length_scale=calibration.get("length_scale"),
-                metadata=bundle.get("metadata"),
-                examples=bundle.get("examples"),
-            )
-        except ModelError:
-            raise
-        except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-            raise ModelError(f"critic model is incomplete or inconsistent ({exc!r}). {REBUILD_HINT}") from exc
+        """Rebuild a critic from :meth:`to_bundle` output; :class:`ModelError` for another kind or version."""
+        return cls(**nb_bundle.critic_args(bundle))
 
     def save(self, path: str | Path) -> Path:
         """Write the model to ``path`` (one ``.npz`` file whatever the name, atomically); return the path."""
@@ -357,25 +311,8 @@ class Critic:
 
     def __repr__(self) -> str:
         scale = "uncalibrated" if self.length_scale is None else f"L_eff={self.length_scale:.3g}"
-        return f"<Critic nb: {len(self.classes)} classes, alpha={self.alpha:g}, {scale}>"
-
-
-def read_critic_file(
-    path: str | Path, kinds: Mapping[str, Collection[int]], build: Callable[[dict[str, Any]], _T]
-) -> _T:
-    """Read a critic model file of one of ``kinds`` (kind -> readable versions) and ``build(bundle)`` it.
-
-    Every problem, in the file or in the bundle it holds, is a one-line :class:`ModelError`
-    naming the file.
-    """
-    bundle = read_model(path, kinds, what="critic model", hint=REBUILD_HINT, error=ModelError)
-    try:
-        return build(bundle)
-    except ModelError as exc:
-        hint = "" if REBUILD_HINT in str(exc) else f" {REBUILD_HINT}"
-        raise ModelError(f"{path}: {exc}{hint}") from exc
-    except (KeyError, TypeError, ValueError, AttributeError, IndexError) as exc:
-        raise ModelError(f"{path}: incomplete or inconsistent critic model ({exc!r}). {REBUILD_HINT}") from exc
+        urls = ", URL features" if self.url_features else ""
+        return f"<Critic nb: {len(self.classes)} classes, alpha={self.alpha:g}, {scale}{urls}>"
 
 
 # ---------------------------------------------------------------------- helpers
@@ -388,6 +325,23 @@ def _counts(X: sp.csr_matrix, y: np.ndarray, n_classes: int) -> tuple[np.ndarray
     feature_count.eliminate_zeros()
     feature_count.sort_indices()
     return np.bincount(y, minlength=n_classes).astype(np.float64), feature_count
+
+
+def _with_urls(
+    texts: Sequence[str], urls: Sequence[str | None], known: frozenset[str], *, anchors: bool = False
+) -> list[str]:
+    """Each text followed by its URL's words (:func:`~focused.learning.urlwords.url_text`); a None URL adds none.
+
+    With ``anchors`` (short texts) a path word the text has is left out.
+    """
+    if len(texts) != len(urls):
+        raise ValueError(f"{len(texts)} texts but {len(urls)} urls")
+    if anchors:
+        return [
+            f"{text}\n{url_text(url, known, skip=tokenize(text))}" if url else text
+            for text, url in zip(texts, urls, strict=True)
+        ]
+    return [f"{text}\n{url_text(url, known)}" if url else text for text, url in zip(texts, urls, strict=True)]
 
 
 def _softmax(scores: np.ndarray) -> np.ndarray:

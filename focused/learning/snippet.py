@@ -25,24 +25,29 @@ def make_snippet_critic(critic: Critic | CrossFitCritic, topic: Topic) -> Snippe
     """The critic reading anchor texts for ``topic``.
 
     A cross-fitted critic reads each anchor with the fold model blind to the
-    link's target, as it judges the target itself.
+    link's target, as it judges the target itself. A critic with URL features
+    reads each anchor followed by its target's URL words.
     """
 
     if isinstance(critic, CrossFitCritic):
         crossfit = critic
         return lambda texts, target_urls: crossfit.snippet_relevance(texts, topic, target_urls)
     plain = critic
-    memo: dict[str, float] = {}  # anchor text -> relevance: a site's navigation repeats its anchors
+    # anchor text (and, with URL features, target URL) -> relevance: a site's navigation repeats its anchors
+    memo: dict[tuple[str, str], float] = {}
+    with_urls = plain.url_features
 
-    def read(texts: Sequence[str], _target_urls: Sequence[str]) -> np.ndarray:
-        known = {text: memo.get(text) for text in texts}
-        missing = [text for text, value in known.items() if value is None]
+    def read(texts: Sequence[str], target_urls: Sequence[str]) -> np.ndarray:
+        keys = list(zip(texts, target_urls, strict=True)) if with_urls else [(text, "") for text in texts]
+        known = {key: memo.get(key) for key in keys}
+        missing = [key for key, value in known.items() if value is None]
         if missing:
-            fresh = plain.snippet_relevance(missing, topic).tolist()
+            urls = [url for _, url in missing] if with_urls else None
+            fresh = plain.snippet_relevance([text for text, _ in missing], topic, urls).tolist()
             known.update(zip(missing, fresh, strict=True))
             if len(memo) + len(missing) > SNIPPET_MEMO:
                 memo.clear()
             memo.update(zip(missing, fresh, strict=True))
-        return np.fromiter((known[text] for text in texts), dtype=np.float64, count=len(texts))
+        return np.fromiter((known[key] for key in keys), dtype=np.float64, count=len(keys))
 
     return read

@@ -99,26 +99,30 @@ def prepare_wiki_track(
     archive: str | Path | None = None,
     force: bool = False,
     topics: Sequence[str] = DEFAULT_TOPICS,
+    url_features: bool = True,
 ) -> WikiTrack:
     """Build (or reuse) the web, the cross-fitted critic and the seeds in ``out_dir``.
 
     The web is rebuilt when missing, older than the archive or of another
     :data:`~focused.wiki.web.SITE_VERSION`; the critic and seeds when missing, older, of another
     :data:`TRACK_VERSION` or topics, or when the web was rebuilt; all with ``force``.
-    Every topic must resolve in the critic (``UnknownTopicError`` otherwise).
+    Every topic must resolve in the critic (``UnknownTopicError`` otherwise). With
+    ``url_features`` the critic reads the articles' URL words too (its own file and manifest).
     """
     archive = Path(archive) if archive is not None else default_archive()
     out = Path(out_dir)
     wiki = load_wikispeedia(archive) if force or not web_up_to_date(out, archive) else None
     web = build_wiki_web(archive, out, force=force, wiki=wiki)
-    critic_path, manifest = out / CRITIC_NAME, out / TRACK_MANIFEST
+    suffix = "-urls" if url_features else ""
+    critic_path = out / CRITIC_NAME.replace(".npz", f"{suffix}.npz")
+    manifest = out / TRACK_MANIFEST.replace(".json", f"{suffix}.json")
     track = read_manifest(manifest)
     wanted = {"version": TRACK_VERSION, "topics": list(topics)}
     stale = web.built or not outputs_fresh([critic_path, manifest], archive)
     if force or stale or any(track.get(k) != v for k, v in wanted.items()):
         wiki = wiki or load_wikispeedia(archive)
         texts = page_texts(wiki)
-        critic = train_wiki_critic(wiki, folds=CRITIC_FOLDS, texts=texts)
+        critic = train_wiki_critic(wiki, folds=CRITIC_FOLDS, texts=texts, url_features=url_features)
         assert isinstance(critic, CrossFitCritic)
         for topic in topics:
             critic.resolve_topic(topic)

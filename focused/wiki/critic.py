@@ -77,12 +77,14 @@ def train_wiki_critic(
     folds: int = 0,
     rendered: bool = True,
     texts: Mapping[str, str] | None = None,
+    url_features: bool = False,
     **critic_args: object,
 ) -> Critic | CrossFitCritic:
     """Train the critic on the taxonomy's classes: one model, or ``folds`` cross-fitted ones.
 
     ``examples`` (the default seeds) hold each class's 3 seed URLs. ``critic_args``
-    go to :meth:`Critic.train` (``n_features``, ``alpha``, ...).
+    go to :meth:`Critic.train` (``n_features``, ``alpha``, ...). With ``url_features`` the
+    critic learns from each article's URL words too (:mod:`focused.learning.urlwords`).
     """
     taxonomy = taxonomy or build_taxonomy(wiki.categories)
     texts = texts if texts is not None else page_texts(wiki, rendered=rendered)
@@ -96,8 +98,10 @@ def train_wiki_critic(
     examples = class_examples(wiki, taxonomy)
     args: dict[str, Any] = {"alpha": DEFAULT_ALPHA, "n_features": DEFAULT_N_FEATURES, **critic_args}
     if folds:
-        return CrossFitCritic.train(x, y, urls, k=folds, metadata=meta, examples=examples, **args)
-    return Critic.train(x, y, metadata=meta, examples=examples, **args)
+        return CrossFitCritic.train(
+            x, y, urls, k=folds, metadata=meta, examples=examples, url_features=url_features, **args
+        )
+    return Critic.train(x, y, urls=urls if url_features else None, metadata=meta, examples=examples, **args)
 
 
 def cross_validate(
