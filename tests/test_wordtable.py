@@ -11,7 +11,7 @@ from focused.learning import wordtable
 from focused.learning.hashing import FeatureIds
 from focused.learning.naive_bayes import _hash_texts
 from focused.learning.text import tokenize
-from focused.learning.wordtable import WordTable
+from focused.learning.wordtable import WordTable, hashed_counts
 
 TEXTS = [
     "CS 415: Operating Systems, Fall 1996 (e-mail CS415-TAs)",
@@ -95,3 +95,14 @@ def test_threads_reading_pages_at_once_get_each_their_own_tokens() -> None:
     for thread in threads:
         thread.join()
     assert not errors
+
+
+def test_extra_texts_count_in_the_rows_of_their_texts() -> None:
+    texts = ["course syllabus course", "student home", ""]
+    extra = ["urlwcourses urlsdir", "", "urlwhomes course"]
+    joined = [f"{t}\n{e}" for t, e in zip(texts, extra, strict=True)]
+    for n_features in (2**10, 2**18):
+        want = hashed_counts(joined, n_features).toarray()
+        assert np.array_equal(hashed_counts(texts, n_features, extra).toarray(), want)
+        one = hashed_counts(texts[:1], n_features, extra[:1]).toarray()  # the one-page path
+        assert np.array_equal(one, want[:1])

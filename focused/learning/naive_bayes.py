@@ -156,9 +156,7 @@ class Critic:
         index = {c: i for i, c in enumerate(classes)}
         y = np.array([index[str(label)] for label in labels], dtype=np.int64)
         url_words = None if urls is None else url_vocabulary(urls, url_min_pages)
-        if url_words is not None and urls is not None:
-            texts = _with_urls(texts, urls, url_words)
-        X = _hash_texts(texts, n_features)
+        X = _counts_of(texts, urls, url_words, n_features)
         info: dict[str, Any] = {
             "n_documents": len(y),
             "class_counts": {c: int(n) for c, n in zip(classes, np.bincount(y, minlength=len(classes)), strict=True)},
@@ -202,9 +200,7 @@ class Critic:
         """
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of strings, not a string")
-        if self.url_words is not None and urls is not None:
-            texts = _with_urls(texts, urls, self.url_words, anchors=anchors)
-        return _hash_texts(texts, self.n_features)
+        return _counts_of(texts, urls, self.url_words, self.n_features, anchors=anchors)
 
     def _log_likelihood(self, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """Per-class ``Σ_t n_t log θ_ct`` (n, n_classes) and page lengths ``L`` (n,)."""
@@ -327,21 +323,32 @@ def _counts(X: sp.csr_matrix, y: np.ndarray, n_classes: int) -> tuple[np.ndarray
     return np.bincount(y, minlength=n_classes).astype(np.float64), feature_count
 
 
-def _with_urls(
-    texts: Sequence[str], urls: Sequence[str | None], known: frozenset[str], *, anchors: bool = False
-) -> list[str]:
-    """Each text followed by its URL's words (:func:`~focused.learning.urlwords.url_text`); a None URL adds none.
+def _counts_of(
+    texts: Sequence[str],
+    urls: Sequence[str | None] | None,
+    known: frozenset[str] | None,
+    n_features: int,
+    *,
+    anchors: bool = False,
+) -> sp.csr_matrix:
+    """Hashed counts of each text and, with ``known`` URL features and ``urls``, of its URL's in the
+    same row (:func:`~focused.learning.urlwords.url_text`; a None URL adds none).
 
-    With ``anchors`` (short texts) a path word the text has is left out.
+    A page's text stays the very string the near-duplicate check tokenized, which the word table
+    then reads again at no cost (text + URL would be a new string to tokenize). With ``anchors``
+    (short texts) a path word the text has is left out.
     """
+    if known is None or urls is None:
+        return _hash_texts(texts, n_features)
     if len(texts) != len(urls):
         raise ValueError(f"{len(texts)} texts but {len(urls)} urls")
     if anchors:
-        return [
-            f"{text}\n{url_text(url, known, skip=tokenize(text))}" if url else text
-            for text, url in zip(texts, urls, strict=True)
+        extra = [
+            url_text(url, known, skip=tokenize(text)) if url else "" for text, url in zip(texts, urls, strict=True)
         ]
-    return [f"{text}\n{url_text(url, known)}" if url else text for text, url in zip(texts, urls, strict=True)]
+    else:
+        extra = [url_text(url, known) if url else "" for url in urls]
+    return _hash_texts(texts, n_features, extra)
 
 
 def _softmax(scores: np.ndarray) -> np.ndarray:

@@ -155,30 +155,47 @@ def page_tokens(text: str, columns: Sequence[tuple[Any, Compute, Any]]) -> list[
     return _table.tokens(text, columns)
 
 
-def hashed_counts(texts: Sequence[str], n_features: int) -> sp.csr_matrix:
+def hashed_counts(texts: Sequence[str], n_features: int, extra: Sequence[str] | None = None) -> sp.csr_matrix:
     """Hashed token counts (float64 CSR): ``HashingVectorizer(tokenizer=tokenize, norm=None,
     alternate_sign=False, lowercase=False)``'s matrix (the critic's features), from the ids of the
     texts' tokens in the process's table: each word numbered and hashed once per process. Texts of
-    more distinct words than the table holds are tokenized and hashed on their own."""
+    more distinct words than the table holds are tokenized and hashed on their own. ``extra`` (parallel
+    to ``texts``) adds each of its texts' tokens to the row of the text at its place: the counts of
+    ``text + "\n" + extra``, while ``text`` itself stays the string a page's tokens are remembered by."""
     ids = feature_ids(n_features)
     column = (("critic", n_features), ids.uncached, np.int64)
-    if len(texts) > 1:
-        got = _table.tokens_of_many(texts, (column,))
+    n = len(texts)
+    if extra is not None and len(extra) != n:
+        raise ValueError(f"{n} texts but {len(extra)} extra texts")
+    every = list(texts) + list(extra) if extra is not None else texts
+    if n > 1:  # many short texts (a page's anchors); one page's text is looked up by page_tokens below
+        got = _table.tokens_of_many(every, (column,))
         if got is not None:  # one tally of (text, id) cells
             (token_ids,), text_of = got
-            cells, counts = np.unique(text_of * n_features + token_ids, return_counts=True)
-            return _csr(cells // n_features, cells % n_features, counts, len(texts), n_features)
+            cells, counts = np.unique((text_of % n if n else text_of) * n_features + token_ids, return_counts=True)
+            return _csr(cells // n_features, cells % n_features, counts, n, n_features)
     rows, indices, data = [], [], []
-    for row, text in enumerate(texts):
+    for row, text in enumerate(every):
         one = page_tokens(text, (column,))
         token_ids = one[0] if one is not None else np.asarray(ids.uncached(tokenize(text)), dtype=np.int64)
         distinct, counts = np.unique(token_ids, return_counts=True)
-        rows.append(np.full(len(distinct), row))
+        rows.append(np.full(len(distinct), row % n if n else row))
         indices.append(distinct)
         data.append(counts)
     if not rows:
         return _csr(*(np.zeros(0, dtype=np.int64),) * 3, 0, n_features)
-    return _csr(np.concatenate(rows), np.concatenate(indices), np.concatenate(data), len(texts), n_features)
+    flat = (np.concatenate(rows), np.concatenate(indices), np.concatenate(data))
+    if extra is None:  # one run of distinct, sorted ids per row, rows in order: the cells as they are
+        return _csr(*flat, n, n_features)
+    return _sum_cells(*flat, n, n_features)
+
+
+def _sum_cells(
+    rows: np.ndarray, indices: np.ndarray, counts: np.ndarray, n_rows: int, n_features: int
+) -> sp.csr_matrix:
+    """The CSR matrix of (row, index, count) cells, a cell given more than once summed."""
+    cells, inverse = np.unique(rows * n_features + indices, return_inverse=True)
+    return _csr(cells // n_features, cells % n_features, np.bincount(inverse, weights=counts), n_rows, n_features)
 
 
 def _csr(rows: np.ndarray, indices: np.ndarray, counts: np.ndarray, n_rows: int, n_features: int) -> sp.csr_matrix:
