@@ -167,35 +167,30 @@ def hashed_counts(texts: Sequence[str], n_features: int, extra: Sequence[str] | 
     n = len(texts)
     if extra is not None and len(extra) != n:
         raise ValueError(f"{n} texts but {len(extra)} extra texts")
-    every = list(texts) + list(extra) if extra is not None else texts
     if n > 1:  # many short texts (a page's anchors); one page's text is looked up by page_tokens below
+        every = [*texts, *extra] if extra is not None else texts
         got = _table.tokens_of_many(every, (column,))
         if got is not None:  # one tally of (text, id) cells
             (token_ids,), text_of = got
-            cells, counts = np.unique((text_of % n if n else text_of) * n_features + token_ids, return_counts=True)
+            cells, counts = np.unique(text_of % n * n_features + token_ids, return_counts=True)
             return _csr(cells // n_features, cells % n_features, counts, n, n_features)
-    rows, indices, data = [], [], []
-    for row, text in enumerate(every):
+
+    def ids_of(text: str) -> np.ndarray:
         one = page_tokens(text, (column,))
-        token_ids = one[0] if one is not None else np.asarray(ids.uncached(tokenize(text)), dtype=np.int64)
-        distinct, counts = np.unique(token_ids, return_counts=True)
-        rows.append(np.full(len(distinct), row % n if n else row))
+        return one[0] if one is not None else np.asarray(ids.uncached(tokenize(text)), dtype=np.int64)
+
+    rows, indices, data = [], [], []
+    for row, text in enumerate(texts):
+        found = ids_of(text)
+        if extra is not None and extra[row]:
+            found = np.concatenate([found, ids_of(extra[row])])
+        distinct, counts = np.unique(found, return_counts=True)
+        rows.append(np.full(len(distinct), row))
         indices.append(distinct)
         data.append(counts)
     if not rows:
         return _csr(*(np.zeros(0, dtype=np.int64),) * 3, 0, n_features)
-    flat = (np.concatenate(rows), np.concatenate(indices), np.concatenate(data))
-    if extra is None:  # one run of distinct, sorted ids per row, rows in order: the cells as they are
-        return _csr(*flat, n, n_features)
-    return _sum_cells(*flat, n, n_features)
-
-
-def _sum_cells(
-    rows: np.ndarray, indices: np.ndarray, counts: np.ndarray, n_rows: int, n_features: int
-) -> sp.csr_matrix:
-    """The CSR matrix of (row, index, count) cells, a cell given more than once summed."""
-    cells, inverse = np.unique(rows * n_features + indices, return_inverse=True)
-    return _csr(cells // n_features, cells % n_features, np.bincount(inverse, weights=counts), n_rows, n_features)
+    return _csr(np.concatenate(rows), np.concatenate(indices), np.concatenate(data), n, n_features)
 
 
 def _csr(rows: np.ndarray, indices: np.ndarray, counts: np.ndarray, n_rows: int, n_features: int) -> sp.csr_matrix:
