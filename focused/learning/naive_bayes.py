@@ -156,7 +156,7 @@ class Critic:
         index = {c: i for i, c in enumerate(classes)}
         y = np.array([index[str(label)] for label in labels], dtype=np.int64)
         url_words = None if urls is None else url_vocabulary(urls, url_min_pages)
-        X = _counts_of(texts, urls, url_words, n_features)
+        X = _token_counts(texts, urls, url_words, n_features)
         info: dict[str, Any] = {
             "n_documents": len(y),
             "class_counts": {c: int(n) for c, n in zip(classes, np.bincount(y, minlength=len(classes)), strict=True)},
@@ -200,7 +200,7 @@ class Critic:
         """
         if isinstance(texts, str):
             raise TypeError("texts must be a sequence of strings, not a string")
-        return _counts_of(texts, urls, self.url_words, self.n_features, anchors=anchors)
+        return _token_counts(texts, urls, self.url_words, self.n_features, anchors=anchors)
 
     def _log_likelihood(self, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """Per-class ``Σ_t n_t log θ_ct`` (n, n_classes) and page lengths ``L`` (n,)."""
@@ -323,7 +323,7 @@ def _counts(X: sp.csr_matrix, y: np.ndarray, n_classes: int) -> tuple[np.ndarray
     return np.bincount(y, minlength=n_classes).astype(np.float64), feature_count
 
 
-def _counts_of(
+def _token_counts(
     texts: Sequence[str],
     urls: Sequence[str | None] | None,
     known: frozenset[str] | None,

@@ -10,8 +10,9 @@ A critic trained with URL features (``Critic.train(..., urls=...)``) reads each 
 followed by :func:`url_text` of its URL, so it learns what URL words and shapes say about a
 page's class from the pages themselves; the anchor view then reads an anchor followed by
 the *target's* :func:`url_text`, which is the same evidence about the same page, before
-fetching it. The words are prefixed (``urlw…``, ``urls…``) so that they are features of
-their own: "course" in a URL is not "course" in a page's text.
+fetching it, less the path words the anchor already has (an encyclopedia's anchor is its
+target's title, whose words would otherwise count twice). The words are prefixed (``urlw…``,
+``urls…``) so that they are features of their own: "course" in a URL is not "course" in a page's text.
 
 What is read of a URL: the path (percent-decoded; not the host, the query or the fragment),
 split into words by the critic's tokenizer, the last segment's file extension dropped, at most
@@ -37,7 +38,7 @@ __all__ = ["MAX_URL_WORDS", "MIN_PAGES", "path_words", "url_text", "url_tokens",
 
 #: At most this many words of one URL (a hostile URL may be kilobytes long).
 MAX_URL_WORDS = 12
-#: A critic reads a URL word only if that many of its training pages had it in their URLs.
+#: A critic reads a URL feature only if at least this many of its training pages have it, and as many lack it.
 MIN_PAGES = 10
 #: Path segments counted at most (deeper paths count as this many).
 _MAX_DEPTH = 6
