@@ -144,3 +144,16 @@ def test_an_anchor_does_not_count_a_word_twice() -> None:
     assert not np.allclose(
         critic.posteriors(["courses"], ["http://x.edu/courses/"]), critic.posteriors(["courses"], ["http://x.edu/"])
     )
+
+
+def test_the_anchor_view_does_not_remember_long_urls() -> None:
+    from focused.learning.snippet import MEMO_URL
+
+    critic = _critic()
+    read = make_snippet_critic(critic, critic.resolve_topic("course"))
+    long_url = "http://d.edu/courses/" + "x" * MEMO_URL
+    first = read(["webs", "webs"], [long_url, "http://d.edu/courses/"])
+    again = read(["webs", "webs"], [long_url, "http://d.edu/courses/"])  # computed again, the same value
+    assert np.array_equal(first, again) and first[0] == pytest.approx(first[1])
+    memo = next(c.cell_contents for c in read.__closure__ or () if isinstance(c.cell_contents, dict))
+    assert list(memo) == [("webs", "http://d.edu/courses/")]

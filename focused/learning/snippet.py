@@ -12,13 +12,15 @@ import numpy as np
 from focused.learning.critic import Critic, Topic
 from focused.learning.crossfit import CrossFitCritic
 
-__all__ = ["SNIPPET_MEMO", "SnippetCritic", "make_snippet_critic"]
+__all__ = ["MEMO_URL", "SNIPPET_MEMO", "SnippetCritic", "make_snippet_critic"]
 
 
 #: ``snippet_critic(texts, target_urls) -> Pr(c*|text)``: the critic reading anchor texts.
 SnippetCritic = Callable[[Sequence[str], Sequence[str]], np.ndarray]
 #: Anchor texts whose relevance a snippet critic remembers (a fixed critic gives each text one value).
 SNIPPET_MEMO = 100_000
+#: With URL features, links whose target URL is longer than this many characters are not remembered.
+MEMO_URL = 256
 
 
 def make_snippet_critic(critic: Critic | CrossFitCritic, topic: Topic) -> SnippetCritic:
@@ -47,7 +49,8 @@ def make_snippet_critic(critic: Critic | CrossFitCritic, topic: Topic) -> Snippe
             known.update(zip(missing, fresh, strict=True))
             if len(memo) + len(missing) > SNIPPET_MEMO:
                 memo.clear()
-            memo.update(zip(missing, fresh, strict=True))
+            # a long URL is read each time rather than kept: the memo's bytes stay bounded by its entries
+            memo.update((key, value) for key, value in zip(missing, fresh, strict=True) if len(key[1]) <= MEMO_URL)
         return np.fromiter((known[key] for key in keys), dtype=np.float64, count=len(keys))
 
     return read
