@@ -56,9 +56,12 @@ def path_words(url: str) -> list[str]:
     ['wiki', 'isaac', 'newton']
     """
     try:
-        path = urlsplit(url).path
+        return _words_of_path(urlsplit(url[:4096]).path)
     except ValueError:  # a malformed URL (e.g. a bad IPv6 host) has no words to give
         return []
+
+
+def _words_of_path(path: str) -> list[str]:
     path = _EXTENSION.sub("", unquote(path[:2048]))
     return list(dict.fromkeys(tokenize(path.replace("_", " "))))[:MAX_URL_WORDS]
 
@@ -83,7 +86,7 @@ def url_tokens(url: str) -> list[str]:
         shape.append("index")
     if parts.query:
         shape.append("query")
-    return [*(f"urlw{w}" for w in path_words(url)), *(f"urls{s}" for s in shape)]
+    return [*(f"urlw{w}" for w in _words_of_path(parts.path)), *(f"urls{s}" for s in shape)]
 
 
 def url_vocabulary(urls: Sequence[str], min_pages: int = MIN_PAGES) -> frozenset[str]:
