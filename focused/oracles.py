@@ -66,27 +66,16 @@ def save_graph(path: str | Path, urls: Sequence[str], src: Sequence[int], dst: S
     )
 
 
-class LookAheadOracle:
-    """Scores links by their distance to the nearest undiscovered on-topic page (see the module doc).
+class GraphLookAhead:
+    """The look-ahead over graph nodes: ``on_topic`` marks the pages to reach (see the module doc).
 
-    ``label_of`` maps a URL to its ground-truth label; ``node_of`` maps a URL
-    to its graph node (``None`` if not in the graph).
+    Scrapy-free and URL-free; :class:`LookAheadOracle` maps URLs and labels onto it, and the
+    ceiling study (:mod:`focused.bench.ceiling`) gives it the critic's verdicts instead of labels.
     """
 
-    name = "oracle-lookahead"
-
-    def __init__(
-        self,
-        topic: Topic,
-        label_of: Callable[[str], str | None],
-        urls: Sequence[str],
-        src: np.ndarray,
-        dst: np.ndarray,
-        node_of: Callable[[str], int | None],
-    ) -> None:
-        n = len(urls)
-        self.node_of = node_of
-        self.on_topic = np.array([bool((label := label_of(u)) and topic.matches(label)) for u in urls], dtype=bool)
+    def __init__(self, on_topic: np.ndarray, src: np.ndarray, dst: np.ndarray) -> None:
+        n = len(on_topic)
+        self.on_topic = np.asarray(on_topic, dtype=bool)
         #: adjacency[i, j] = 1 when page i links to page j
         self.adjacency = sparse.csr_matrix((np.ones(len(src), dtype=np.float64), (src, dst)), shape=(n, n))
         self.adjacency.data[:] = 1.0  # duplicate edges count once
@@ -95,6 +84,13 @@ class LookAheadOracle:
         self.distance = np.full(n, np.inf)
         self.next_targets = np.zeros(n)
         self.recomputed = 0
+
+    def score_nodes(self, page: int | None, nodes: Sequence[int | None]) -> list[float]:
+        """The scores of a fetched ``page``'s links to ``nodes`` (both discovered first)."""
+        self.discover([page, *nodes])
+        if self._stale:
+            self._refresh()
+        return [self.score_node(node) for node in nodes]
 
     def _refresh(self) -> None:
         """Multi-source BFS backwards from the undiscovered on-topic pages (one sparse mat-vec per level)."""
@@ -113,13 +109,11 @@ class LookAheadOracle:
         self._stale = False
         self.recomputed += 1
 
-    def _discover(self, urls: Sequence[str]) -> list[int | None]:
-        nodes = [self.node_of(u) for u in urls]
+    def discover(self, nodes: Sequence[int | None]) -> None:
         for node in nodes:
             if node is not None and not self.discovered[node]:
                 self.discovered[node] = True
                 self._stale = self._stale or bool(self.on_topic[node])
-        return nodes
 
     def score_node(self, node: int | None) -> float:
         """2^-(level+1) .. 2^-level for level = distance (0 for on-topic), more next targets higher."""
@@ -132,12 +126,31 @@ class LookAheadOracle:
         within = min(float(self.next_targets[node]), 99.0) / 100.0  # in [0, 1)
         return float(2.0 ** -(level + 1) * (1.0 + within))
 
+
+class LookAheadOracle(GraphLookAhead):
+    """Scores links by their distance to the nearest undiscovered on-topic page (see the module doc).
+
+    ``label_of`` maps a URL to its ground-truth label; ``node_of`` maps a URL
+    to its graph node (``None`` if not in the graph).
+    """
+
+    name = "oracle-lookahead"
+
+    def __init__(
+        self,
+        topic: Topic,
+        label_of: Callable[[str], str | None],
+        urls: Sequence[str],
+        src: np.ndarray,
+        dst: np.ndarray,
+        node_of: Callable[[str], int | None],
+    ) -> None:
+        on_topic = np.array([bool((label := label_of(u)) and topic.matches(label)) for u in urls], dtype=bool)
+        super().__init__(on_topic, src, dst)
+        self.node_of = node_of
+
     def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
-        self._discover([page.url])
-        nodes = self._discover(links)
-        if self._stale:
-            self._refresh()
-        return Scored([self.score_node(node) for node in nodes])
+        return Scored(self.score_nodes(self.node_of(page.url), [self.node_of(u) for u in links]))
 
 
 def lookahead_oracle(topic: Topic, labels: dict[str, str], graph: str | Path) -> LookAheadOracle:

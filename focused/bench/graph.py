@@ -21,7 +21,7 @@ logger = logging.getLogger(__name__)
 _REDIRECTS = (301, 302, 303, 307, 308)
 
 
-def _target(store: ReplayStore, url: str, hops: int = 5) -> str | None:
+def served_url(store: ReplayStore, url: str, hops: int = 5) -> str | None:
     """The normalised URL of the page a request for ``url`` ends on, if the store answers it."""
     for _ in range(hops):
         try:
@@ -55,7 +55,7 @@ def link_graph(store: ReplayStore) -> tuple[list[str], list[int], list[int]]:
         seen: set[int] = set()
         for link in outlinks(response.url, response.body):
             if link not in targets:
-                url = _target(store, link)
+                url = served_url(store, link)
                 targets[link] = index.get(url) if url else None
             j = targets[link]
             if j is not None and j not in seen:

@@ -69,7 +69,7 @@ class LinkCorpus:
         return np.split(ids[keep], np.cumsum(lengths)[:-1])
 
 
-def _charset(resp: StoredResponse) -> str | None:
+def response_charset(resp: StoredResponse) -> str | None:
     content_type = resp.header("Content-Type")
     if not content_type:
         return None
@@ -121,7 +121,7 @@ def link_corpus(store: ReplayStore, *, d_max: int = 7, n_features: int = N_FEATU
     chunks: list[list[tuple[int, int, int]]] = []
     texts: list[str] = []
     for u, resp in enumerate(pages):
-        charset = _charset(resp)
+        charset = response_charset(resp)
         texts.append(html_to_text(resp.body, charset))
         links = extract_link_features(resp.body, resp.url, d_max=d_max, encoding=charset)
         merged: dict[int, list[tuple[int, int, int]]] = {}

@@ -112,12 +112,8 @@ def topic_seeds(members: set[str], graph: Mapping[str, Sequence[str]], n: int = 
     return tuple(sorted(count, key=lambda u: (-count[u], u))[:n])
 
 
-def train_store_critic(store: ReplayStore, groups: Collection[str], *, url_features: bool = True, **kw: Any) -> Critic:
-    """A page critic trained on the labelled, fetched (200) pages of ``groups``; a page's first label is its class.
-
-    With ``url_features`` it learns from each page's URL words too (:mod:`focused.learning.urlwords`).
-    """
-    from focused.learning.critic import Critic
+def store_training_set(store: ReplayStore, groups: Collection[str]) -> tuple[list[str], list[str], list[str]]:
+    """The visible texts, first labels and URLs of the labelled, fetched (200) pages of ``groups``."""
     from focused.learning.text import html_to_text
 
     texts, labels, urls = [], [], []
@@ -134,6 +130,17 @@ def train_store_critic(store: ReplayStore, groups: Collection[str], *, url_featu
         texts.append(html_to_text(response.body, charset))
         labels.append(label.split("|")[0])
         urls.append(response.url)
+    return texts, labels, urls
+
+
+def train_store_critic(store: ReplayStore, groups: Collection[str], *, url_features: bool = True, **kw: Any) -> Critic:
+    """A page critic trained on the labelled, fetched (200) pages of ``groups``; a page's first label is its class.
+
+    With ``url_features`` it learns from each page's URL words too (:mod:`focused.learning.urlwords`).
+    """
+    from focused.learning.critic import Critic
+
+    texts, labels, urls = store_training_set(store, groups)
     if len(set(labels)) < 2:
         raise TrackError(f"the critic needs labelled pages of two classes or more in {', '.join(sorted(groups))}")
     meta = {"bench": "held-out groups", "groups": sorted(groups)}

@@ -1,0 +1,354 @@
+"""How far learning from the critic can go: best-first crawls simulated on a track's link graph.
+
+The apprentice learns to predict the critic's verdict on a link's target before
+fetching it (Chakrabarti et al. 2002, §2.2). However well it learns, a crawl
+steered by that prediction cannot beat one that *knows* each target's verdict.
+This module replays a bench track's cases without HTTP or Scrapy: every page of
+the case's web (the confined store, for a held-out group) is parsed once with the
+crawler's own parser, judged by the case's critic (page view) and each link's anchor
+read by it (anchor view), exactly as the crawler computes them; then a best-first
+crawl from the case's seeds (max over fetched parents, the default aggregation)
+is simulated for each edge score:
+
+* ``sim:baseline``: the parent's relevance Pr(c*|u);
+* ``sim:prior``: the blend of the two views (``apprentice:prior``'s scores);
+* ``sim:critic``: the target's own verdict Pr(c*|v), ties by the prior: what an
+  apprentice that predicted the critic without error would fetch (its ceiling);
+* ``sim:oracle``: the target's true label, ties by the prior (the greedy oracle);
+* ``sim:critic-lookahead``: the look-ahead of ``oracle-lookahead``
+  (:class:`~focused.oracles.GraphLookAhead`: distance to the nearest undiscovered page)
+  towards the pages the critic calls relevant (Pr(c*|v) > 0.5), ties by the prior: the ceiling
+  of a learner that knew, from the critic's verdicts, where every hub leads;
+* ``sim:oracle-lookahead``: the same towards the truly relevant pages (the look-ahead oracle,
+  whose crawls break its ties by arrival order).
+
+``--page-view discriminative`` replaces the critic's page view by a logistic regression
+(scikit-learn's ``SGDClassifier``, log loss) on the same hashed features, tf-idf weighted and
+trained on the critic's own training pages: how far a better page classifier would move these
+ceilings (held-out tracks only; the anchor view stays the critic's).
+
+A crawl's waiting URLs are scored once, when a parent is fetched, as in the
+crawler; links to pages the web does not serve (dead links, other groups) are not
+counted as fetches. The output is a ``bench.json``-shaped file (``runs`` with
+``cumulative_loss``) that :mod:`focused.bench.curves` reads, so G of each
+simulated strategy is computed against a real run's baseline and oracles:
+
+``python3 -m focused.bench.ceiling --tracks webkb,wiki --budget 250 --out DIR``
+
+``DIR/cache`` is the bench's cache (critics, webs, graphs), shared with ``focused bench --out DIR``.
+"""
+
+from __future__ import annotations
+
+import heapq
+import json
+import logging
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from focused.bench.graph import served_url
+from focused.bench.linkcorpus import response_charset
+from focused.bench.tracks import Case, Track, TrackError, store_training_set
+from focused.defaults import FOCUSED_APPRENTICE_ANCHOR_WEIGHT
+from focused.learning.critic import Critic, load_critic
+from focused.learning.linkids import page_link_ids, parse_for_links
+from focused.oracles import GraphLookAhead, load_graph
+
+__all__ = ["STRATEGIES", "CaseWeb", "case_web", "edge_scores", "simulate"]
+
+logger = logging.getLogger(__name__)
+
+#: The bench tracks this module can build (their caches as ``focused bench`` lays them out).
+TRACKS = ("webkb", "wiki")
+STRATEGIES = ("sim:baseline", "sim:prior", "sim:critic", "sim:oracle", "sim:critic-lookahead", "sim:oracle-lookahead")
+#: The page views: the critic's own, or a logistic regression on its features (``--page-view``).
+PAGE_VIEWS = ("critic", "discriminative")
+#: Ties of the critic's verdict and of the true label are broken by the prior, scaled by this.
+_TIE = 1e-3
+#: ... and the look-ahead's levels by the prior scaled by this (below its smallest gap, 2^-17 / 100).
+_LOOKAHEAD_TIE = 1e-9
+
+
+@dataclass
+class CaseWeb:
+    """One case's web as the critic sees it: pages ``0..n-1`` (``urls``) and links ``src[i] -> dst[i]``."""
+
+    urls: list[str]
+    page_view: np.ndarray  # Pr(c*|u) of each page
+    truth: np.ndarray  # each page on topic (bool)
+    src: np.ndarray
+    dst: np.ndarray
+    anchor_view: np.ndarray  # Pr(c*|anchor, target URL) of each link
+    seeds: list[int]
+
+
+#: ``scorer(u, links) -> scores``: the scores of the links (edge ids) of page u, when u is fetched.
+Scorer = Callable[[int, np.ndarray], Sequence[float]]
+
+
+def simulate(
+    n_pages: int, src: np.ndarray, dst: np.ndarray, score: np.ndarray | Scorer, seeds: Sequence[int], budget: int
+) -> list[int]:
+    """The pages a best-first crawl fetches, in order: seeds first, then the waiting page whose best
+    link from a fetched page scores highest (ties by page index). ``score[i]`` is link i's, or
+    ``score(u, links)`` gives them when u is fetched (a scorer with state, as the look-ahead)."""
+    scorer: Scorer = score if callable(score) else (lambda _, links: score[links].tolist())
+    order = np.argsort(src, kind="stable")
+    starts = np.searchsorted(src[order], np.arange(n_pages + 1))
+    best = np.full(n_pages, -np.inf)
+    fetched = np.zeros(n_pages, dtype=bool)
+    heap: list[tuple[float, int]] = [(-np.inf, s) for s in dict.fromkeys(seeds)]  # seeds come first
+    out: list[int] = []
+    while heap and len(out) < budget:
+        _, u = heapq.heappop(heap)
+        if fetched[u]:
+            continue
+        fetched[u] = True
+        out.append(u)
+        links = order[starts[u] : starts[u + 1]]
+        for v, s in zip(dst[links].tolist(), scorer(u, links), strict=True):
+            if not fetched[v] and s > best[v]:
+                best[v] = s
+                heapq.heappush(heap, (-s, v))
+    return out
+
+
+def _logit(p: np.ndarray) -> np.ndarray:
+    p = np.clip(p, 1e-6, 1 - 1e-6)
+    return np.log(p) - np.log1p(-p)
+
+
+def _lookahead(web: CaseWeb, positive: np.ndarray, prior: np.ndarray) -> Scorer:
+    graph = GraphLookAhead(positive, web.src, web.dst)
+    return lambda u, links: (
+        np.asarray(graph.score_nodes(u, web.dst[links].tolist())) + _LOOKAHEAD_TIE * prior[links]
+    ).tolist()
+
+
+def edge_scores(
+    web: CaseWeb, strategy: str, anchor_weight: float = FOCUSED_APPRENTICE_ANCHOR_WEIGHT
+) -> np.ndarray | Scorer:
+    """Each link's score under one of :data:`STRATEGIES` (a scorer for the look-ahead ones: fresh state)."""
+    prior = 1 / (
+        1 + np.exp(-((1 - anchor_weight) * _logit(web.page_view[web.src]) + anchor_weight * _logit(web.anchor_view)))
+    )
+    if strategy == "sim:critic-lookahead":
+        return _lookahead(web, web.page_view > 0.5, prior)
+    if strategy == "sim:oracle-lookahead":
+        return _lookahead(web, web.truth, prior)
+    if strategy == "sim:baseline":
+        return web.page_view[web.src]
+    if strategy == "sim:prior":
+        return prior
+    if strategy == "sim:critic":
+        return web.page_view[web.dst] + _TIE * prior
+    if strategy == "sim:oracle":
+        return web.truth[web.dst].astype(np.float64) + _TIE * prior
+    raise ValueError(f"unknown strategy {strategy!r}; valid: {', '.join(STRATEGIES)}")
+
+
+@dataclass
+class _Pages:
+    """A web parsed once (topic-free): page texts, links and their anchors."""
+
+    urls: list[str]
+    texts: list[str]
+    src: np.ndarray
+    dst: np.ndarray
+    anchors: list[str]
+    hrefs: list[str]  # each link's target as the page names it (the anchor view reads its URL)
+
+
+def _parse_web(track: Track, case: Case) -> _Pages:
+    store = track.store.confined(sorted(case.confine)) if case.confine else track.store
+    assert case.graph is not None, "a case needs its link graph"
+    urls = load_graph(case.graph)[0]
+    index = {u: i for i, u in enumerate(urls)}
+    texts: list[str] = []
+    src: list[int] = []
+    dst: list[int] = []
+    anchors: list[str] = []
+    hrefs: list[str] = []
+    served: dict[str, int | None] = {}
+    for u, url in enumerate(urls):
+        response = store.resolve(url).response
+        if response is None:  # the graph names the page as served: not expected
+            texts.append("")
+            continue
+        parsed = parse_for_links(response.body, response.url, response_charset(response))
+        texts.append(parsed.text)
+        targets, _, texts_of = page_link_ids(parsed, response.url, 0, 2**10)
+        for href, anchor in zip(targets, texts_of, strict=True):
+            if href not in served:
+                target = served_url(store, href)
+                served[href] = index.get(target) if target else None
+            v = served[href]
+            if v is not None and v != u:
+                src.append(u)
+                dst.append(v)
+                anchors.append(anchor)
+                hrefs.append(href)
+    return _Pages(urls, texts, np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), anchors, hrefs)
+
+
+def discriminative_view(track: Track, case: Case, pages: _Pages, alpha: float = 1e-5) -> np.ndarray:
+    """Pr(c*|page) of a logistic regression on the critic's hashed features (tf-idf), trained on the
+    pages the case's critic trained on (a held-out track's critic names its groups)."""
+    from sklearn.linear_model import SGDClassifier
+
+    critic = load_critic(case.model)
+    groups = critic.metadata.get("groups")
+    if not isinstance(critic, Critic) or not groups:
+        raise TrackError(f"--page-view discriminative needs a held-out track's critic; {case.model.name} is not one")
+    texts, labels, urls = store_training_set(track.store, groups)
+    X = critic.transform(texts, urls)
+    idf = np.log((1 + X.shape[0]) / (1 + np.asarray((X > 0).sum(axis=0)).ravel())) + 1
+
+    def tfidf(M: sp.csr_matrix) -> sp.csr_matrix:
+        M = M.astype(np.float64)
+        M.data = 1 + np.log(M.data)
+        M = sp.csr_matrix(M @ sp.diags(idf))
+        norms = np.sqrt(np.asarray(M.multiply(M).sum(axis=1)).ravel())
+        return sp.csr_matrix(sp.diags(1 / np.maximum(norms, 1e-12)) @ M)
+
+    model = SGDClassifier(loss="log_loss", alpha=alpha, max_iter=30, tol=None, random_state=0)
+    model.fit(tfidf(X), labels)
+    topic = critic.resolve_topic(case.topic)
+    columns = [i for i, c in enumerate(model.classes_) if c in topic.classes]
+    return np.asarray(model.predict_proba(tfidf(critic.transform(pages.texts, pages.urls)))[:, columns].sum(axis=1))
+
+
+def case_web(track: Track, case: Case, pages: _Pages | None = None, page_view: str = "critic") -> CaseWeb:
+    """Judge a case's web with its critic (``pages``: the web already parsed, shared by the cases of one web;
+    ``page_view``: one of :data:`PAGE_VIEWS`)."""
+    pages = pages or _parse_web(track, case)
+    critic = load_critic(case.model)
+    topic = critic.resolve_topic(case.topic)
+    if page_view == "discriminative":
+        page_view_of = discriminative_view(track, case, pages)
+    elif page_view == "critic":
+        page_view_of = critic.relevance(pages.texts, topic, pages.urls)
+    else:
+        raise ValueError(f"unknown page view {page_view!r}; valid: {', '.join(PAGE_VIEWS)}")
+    anchor_view = critic.snippet_relevance(pages.anchors, topic, pages.hrefs) if pages.anchors else np.zeros(0)
+    truth = np.array([track.canonical(u) in case.targets for u in pages.urls], dtype=bool)
+    index = {u: i for i, u in enumerate(pages.urls)}
+    seeds = [index[s] for s in (track.canonical(u) for u in case.seeds) if s in index]
+    if not seeds:
+        raise TrackError(f"no seed of {case.group}/{case.topic} is a page of its web")
+    return CaseWeb(pages.urls, page_view_of, truth, pages.src, pages.dst, anchor_view, seeds)
+
+
+def case_runs(
+    track: Track, case: Case, budget: int, pages: _Pages | None = None, page_view: str = "critic"
+) -> list[dict[str, Any]]:
+    """One ``bench.json`` run per simulated strategy of a case."""
+    from sklearn.metrics import average_precision_score
+
+    web = case_web(track, case, pages, page_view)
+    # how well the page view ranks the web's pages by their true label (the learner's target)
+    precision = float(average_precision_score(web.truth, web.page_view)) if web.truth.any() else 0.0
+    runs = []
+    for strategy in STRATEGIES:
+        fetched = simulate(len(web.urls), web.src, web.dst, edge_scores(web, strategy), web.seeds, budget)
+        loss = np.cumsum(~web.truth[fetched]).tolist()
+        runs.append(
+            {"track": track.name, "group": case.group, "topic": case.topic, "strategy": strategy, "repeat": 0,
+             "pages": len(fetched), "cumulative_loss": loss, "page_view_ap": precision}
+        )  # fmt: skip
+    return runs
+
+
+def _tracks(names: Sequence[str], cache: Path) -> list[Track]:
+    from focused.bench.tracks import webkb_track, wiki_track
+    from focused.corpora.webkb import default_archive
+
+    tracks = []
+    for name in names:
+        if name == "webkb":
+            archive = default_archive()
+            if not archive.exists():
+                raise TrackError(f"WebKB archive not found: {archive} (set FOCUSED_CORPORA)")
+            tracks.append(webkb_track(archive, cache / "webkb"))
+        elif name == "wiki":
+            tracks.append(wiki_track(cache))
+        else:
+            raise TrackError(f"unknown track {name!r}; valid: {', '.join(TRACKS)}")
+    return tracks
+
+
+def run_ceiling(names: Sequence[str], budget: int, out: Path, page_view: str = "critic") -> Path:
+    """Simulate every case of the tracks; write ``ceiling.json`` in ``out`` and return its path."""
+    runs: list[dict[str, Any]] = []
+    for track in _tracks(names, out / "cache"):
+        parsed: dict[tuple[Path | None, frozenset[str] | None], _Pages] = {}
+        for case in track.cases:
+            key = (case.graph, case.confine)
+            if key not in parsed:
+                parsed[key] = _parse_web(track, case)
+                logger.info(
+                    "%s %s: %d pages, %d links parsed",
+                    track.name,
+                    case.group,
+                    len(parsed[key].urls),
+                    len(parsed[key].src),
+                )
+            runs.extend(case_runs(track, case, budget, parsed[key], page_view))
+    path = out / ("ceiling.json" if page_view == "critic" else f"ceiling-{page_view}.json")
+    config = {"tracks": list(names), "budget": budget, "page_view": page_view}
+    path.write_text(json.dumps({"config": config, "runs": runs}))
+    return path
+
+
+def _precision_lines(path: Path) -> str:
+    """The mean average precision of the page view over each track's cases."""
+    by_track: dict[str, list[float]] = {}
+    for run in json.loads(path.read_text())["runs"]:
+        if run["strategy"] == STRATEGIES[0]:
+            by_track.setdefault(run["track"], []).append(run["page_view_ap"])
+    return "".join(
+        f"{track}: average precision of the page view against the true labels, mean over {len(v)} cases: "
+        f"{sum(v) / len(v):.3f}\n"
+        for track, v in by_track.items()
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from focused.cli import OneLineParser, positive_int
+
+    parser = OneLineParser(prog="python3 -m focused.bench.ceiling", description=__doc__.splitlines()[0])
+    parser.add_argument("--tracks", default="webkb,wiki", help="comma-separated: webkb, wiki")
+    parser.add_argument("--budget", type=positive_int, default=250, help="pages per simulated crawl")
+    parser.add_argument("--out", type=Path, default=Path("results/ceiling"), help="folder (its cache/ is the bench's)")
+    parser.add_argument("--page-view", choices=PAGE_VIEWS, default="critic", help="the page view to judge pages with")
+    parser.add_argument("--reference", type=Path, help="a bench.json with baseline and both oracles, for G")
+    args = parser.parse_args(argv)
+    names = [t for t in args.tracks.split(",") if t]
+    unknown = [t for t in names if t not in TRACKS] or ([] if names else [args.tracks])
+    if unknown:
+        parser.error(f"unknown track {unknown[0]!r}; valid: {', '.join(TRACKS)}")
+    if args.reference is not None and not args.reference.is_file():
+        parser.error(f"no such bench.json: {args.reference}")
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s: %(message)s")
+    args.out.mkdir(parents=True, exist_ok=True)
+    try:
+        path = run_ceiling(names, args.budget, args.out, args.page_view)
+    except TrackError as exc:
+        parser.error(str(exc))
+    from focused.bench.curves import report
+
+    steps = [k for k in (50, 100, 150, 200, 250, 500, 1000) if k <= args.budget]
+    table = report([path], steps, args.reference) + _precision_lines(path)
+    path.with_suffix(".txt").write_text(table + "\n")
+    sys.stdout.write(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
