@@ -56,6 +56,7 @@ from focused.bench.graph import served_url
 from focused.bench.linkcorpus import response_charset
 from focused.bench.tracks import Case, Track, TrackError, store_training_set
 from focused.defaults import FOCUSED_APPRENTICE_ANCHOR_WEIGHT
+from focused.learning.apprentice_model import critic_views
 from focused.learning.critic import Critic, load_critic
 from focused.learning.linkids import page_link_ids, parse_for_links
 from focused.oracles import GraphLookAhead, load_graph
@@ -119,11 +120,6 @@ def simulate(
     return out
 
 
-def _logit(p: np.ndarray) -> np.ndarray:
-    p = np.clip(p, 1e-6, 1 - 1e-6)
-    return np.log(p) - np.log1p(-p)
-
-
 def _lookahead(web: CaseWeb, positive: np.ndarray, prior: np.ndarray) -> Scorer:
     graph = GraphLookAhead(positive, web.src, web.dst)
     return lambda u, links: (
@@ -135,9 +131,8 @@ def edge_scores(
     web: CaseWeb, strategy: str, anchor_weight: float = FOCUSED_APPRENTICE_ANCHOR_WEIGHT
 ) -> np.ndarray | Scorer:
     """Each link's score under one of :data:`STRATEGIES` (a scorer for the look-ahead ones: fresh state)."""
-    prior = 1 / (
-        1 + np.exp(-((1 - anchor_weight) * _logit(web.page_view[web.src]) + anchor_weight * _logit(web.anchor_view)))
-    )
+    views = critic_views(web.page_view[web.src], web.anchor_view)  # clipped logits, as the crawler has them
+    prior = 1 / (1 + np.exp(-((1 - anchor_weight) * views[:, 0] + anchor_weight * views[:, 1])))
     if strategy == "sim:critic-lookahead":
         return _lookahead(web, web.page_view > 0.5, prior)
     if strategy == "sim:oracle-lookahead":
