@@ -110,6 +110,7 @@ class GraphLookAhead:
         self.recomputed += 1
 
     def discover(self, nodes: Sequence[int | None]) -> None:
+        """Mark ``nodes`` found (waiting or fetched); finding an on-topic one makes the distances stale."""
         for node in nodes:
             if node is not None and not self.discovered[node]:
                 self.discovered[node] = True
