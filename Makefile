@@ -8,7 +8,7 @@ PAGES ?= 300
 BENCH_ARGS ?=
 
 
-.PHONY: help install install-redis install-chromium crawl demo test bench bench-quick bench-frontier bench-distributed bench-traps bench-speed bench-features models lint format clean
+.PHONY: help install install-redis install-chromium crawl demo test bench bench-quick bench-frontier bench-distributed bench-traps bench-speed bench-features bench-ceiling models lint format clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -75,6 +75,10 @@ bench-quick: install  ## a short smoke run of the benchmarks
 
 bench-features: install  ## the paper's apprentice feature studies (DOM window, <t,d> vs plain text)
 	$(PYTHON) -m focused bench-features --out results
+
+bench-ceiling: install  ## how far learning from the critic can go: simulated crawls on the bench webs (results/ceiling)
+	$(PYTHON) -m focused.bench.ceiling --tracks webkb,wiki --budget 250 --out results/ceiling --reference results/learn-lambda/bench.json
+	$(PYTHON) -m focused.bench.ceiling --tracks webkb --budget 250 --page-view discriminative --out results/ceiling --reference results/learn-lambda/bench.json
 
 models: install  ## rebuild the default models in models/ from ../shared
 	$(PYTHON) -m focused models --out models
