@@ -13,16 +13,15 @@ import time
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from email.message import Message
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from focused.corpora.dirtree import iter_dirtree
-from focused.corpora.webkb import UNIVERSITIES, WebKBPage, iter_webkb
+from focused.corpora.webkb import UNIVERSITIES, iter_webkb
 from focused.learning.critic import Critic
-from focused.learning.text import html_to_text
+from focused.learning.text import content_type_charset, html_to_text
 
 __all__ = [
     "DEFAULT_MODEL_NAME",
@@ -58,19 +57,15 @@ class _Doc:
     university: str
 
 
-def _charset(page: WebKBPage) -> str | None:
-    content_type = page.header("Content-Type")
-    if not content_type:
-        return None
-    msg = Message()
-    msg["Content-Type"] = content_type
-    return msg.get_content_charset()
-
-
 def _webkb_docs(archive: str | Path) -> list[_Doc]:
     """Every fetched (status 200) WebKB page as visible text."""
     return [
-        _Doc(html_to_text(page.body, _charset(page)), page.label, page.url, page.university)
+        _Doc(
+            html_to_text(page.body, content_type_charset(page.header("Content-Type"))),
+            page.label,
+            page.url,
+            page.university,
+        )
         for page in iter_webkb(archive)
         if page.status == 200
     ]

@@ -133,3 +133,12 @@ def test_one_walk_gives_the_leaves_and_the_text_of_two(html: str) -> None:
     fields = ("leaves", "links", "base_href", "title")
     assert [getattr(both, f) for f in fields] == [getattr(leaves_only, f) for f in fields]
     assert parse_page(html).text == both.text and parse_page(html).leaves == both.leaves
+
+
+def test_content_type_charset() -> None:
+    from focused.learning.text import content_type_charset
+
+    assert content_type_charset("text/html; charset=ISO-8859-1") == "iso-8859-1"
+    assert content_type_charset('text/html;Charset="UTF-8"; foo=bar') == "utf-8"
+    assert content_type_charset("text/html") is None
+    assert content_type_charset(None) is None and content_type_charset("") is None

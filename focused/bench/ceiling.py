@@ -53,12 +53,12 @@ import numpy as np
 import scipy.sparse as sp
 
 from focused.bench.graph import served_url
-from focused.bench.linkcorpus import response_charset
 from focused.bench.tracks import Case, Track, TrackError, store_training_set
 from focused.defaults import FOCUSED_APPRENTICE_ANCHOR_WEIGHT
 from focused.learning.apprentice_model import critic_views
 from focused.learning.critic import Critic, load_critic
 from focused.learning.linkids import page_link_ids, parse_for_links
+from focused.learning.text import content_type_charset
 from focused.oracles import GraphLookAhead, load_graph
 
 __all__ = ["STRATEGIES", "CaseWeb", "case_web", "edge_scores", "simulate"]
@@ -176,7 +176,7 @@ def _parse_web(track: Track, case: Case) -> _Pages:
         if response is None:  # the graph names the page as served: not expected
             texts.append("")
             continue
-        parsed = parse_for_links(response.body, response.url, response_charset(response))
+        parsed = parse_for_links(response.body, response.url, content_type_charset(response.header("Content-Type")))
         texts.append(parsed.text)
         targets, _, texts_of = page_link_ids(parsed, response.url, 0, 2**10)
         for href, anchor in zip(targets, texts_of, strict=True):

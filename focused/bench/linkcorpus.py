@@ -15,13 +15,12 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from email.message import Message
 from urllib.parse import urljoin
 
 import numpy as np
 
 from focused.learning.linkfeatures import N_FEATURES, extract_link_features, hash_features
-from focused.learning.text import html_to_text
+from focused.learning.text import content_type_charset, html_to_text
 from focused.replay import ReplayStore, StoredResponse, normalize_url
 
 __all__ = ["LinkCorpus", "link_corpus"]
@@ -69,15 +68,6 @@ class LinkCorpus:
         return np.split(ids[keep], np.cumsum(lengths)[:-1])
 
 
-def response_charset(resp: StoredResponse) -> str | None:
-    content_type = resp.header("Content-Type")
-    if not content_type:
-        return None
-    msg = Message()
-    msg["Content-Type"] = content_type
-    return msg.get_content_charset()
-
-
 def _is_html(resp: StoredResponse) -> bool:
     content_type = (resp.header("Content-Type") or "").split(";")[0].strip().lower()
     return resp.status == 200 and (not content_type or "html" in content_type)
@@ -121,7 +111,7 @@ def link_corpus(store: ReplayStore, *, d_max: int = 7, n_features: int = N_FEATU
     chunks: list[list[tuple[int, int, int]]] = []
     texts: list[str] = []
     for u, resp in enumerate(pages):
-        charset = response_charset(resp)
+        charset = content_type_charset(resp.header("Content-Type"))
         texts.append(html_to_text(resp.body, charset))
         links = extract_link_features(resp.body, resp.url, d_max=d_max, encoding=charset)
         merged: dict[int, list[tuple[int, int, int]]] = {}

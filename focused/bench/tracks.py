@@ -114,7 +114,7 @@ def topic_seeds(members: set[str], graph: Mapping[str, Sequence[str]], n: int = 
 
 def store_training_set(store: ReplayStore, groups: Collection[str]) -> tuple[list[str], list[str], list[str]]:
     """The visible texts, first labels and URLs of the labelled, fetched (200) pages of ``groups``."""
-    from focused.learning.text import html_to_text
+    from focused.learning.text import content_type_charset, html_to_text
 
     texts, labels, urls = [], [], []
     for response in store.responses():
@@ -123,11 +123,7 @@ def store_training_set(store: ReplayStore, groups: Collection[str]) -> tuple[lis
         label = store.label_of(response.url)
         if not label:
             continue
-        charset = None
-        content_type = response.header("content-type") or ""
-        if "charset=" in content_type:
-            charset = content_type.split("charset=", 1)[1].split(";")[0].strip().strip('"') or None
-        texts.append(html_to_text(response.body, charset))
+        texts.append(html_to_text(response.body, content_type_charset(response.header("Content-Type"))))
         labels.append(label.split("|")[0])
         urls.append(response.url)
     return texts, labels, urls

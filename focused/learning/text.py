@@ -19,10 +19,11 @@ from __future__ import annotations
 
 import codecs
 import re
+from email.message import Message
 
 from focused.learning.htmlpage import close_sloppy_comments, parse_page
 
-__all__ = ["close_sloppy_comments", "html_to_text", "tokenize"]
+__all__ = ["close_sloppy_comments", "content_type_charset", "html_to_text", "tokenize"]
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")
@@ -54,6 +55,15 @@ def decode_html(data: bytes, encoding: str | None = None) -> str:
         except (UnicodeDecodeError, LookupError):
             continue
     return data.decode("latin-1")
+
+
+def content_type_charset(content_type: str | None) -> str | None:
+    """The ``charset`` parameter of a ``Content-Type`` header value (lowercased), if it has one."""
+    if not content_type:
+        return None
+    msg = Message()
+    msg["Content-Type"] = content_type
+    return msg.get_content_charset()
 
 
 def _meta_charset(data: bytes) -> str | None:
