@@ -56,7 +56,7 @@ from focused.bench.graph import served_url
 from focused.bench.tracks import Case, Track, TrackError, store_training_set
 from focused.defaults import FOCUSED_APPRENTICE_ANCHOR_WEIGHT
 from focused.learning.apprentice_model import critic_views
-from focused.learning.critic import Critic, load_critic
+from focused.learning.critic import Critic, CrossFitCritic, load_critic
 from focused.learning.linkids import page_link_ids, parse_for_links
 from focused.learning.text import content_type_charset
 from focused.oracles import GraphLookAhead, load_graph
@@ -192,12 +192,13 @@ def _parse_web(track: Track, case: Case) -> _Pages:
     return _Pages(urls, texts, np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), anchors, hrefs)
 
 
-def discriminative_view(track: Track, case: Case, pages: _Pages, alpha: float = 1e-5) -> np.ndarray:
-    """Pr(c*|page) of a logistic regression on the critic's hashed features (tf-idf), trained on the
-    pages the case's critic trained on (a held-out track's critic names its groups)."""
+def discriminative_view(
+    track: Track, case: Case, pages: _Pages, critic: Critic | CrossFitCritic, alpha: float = 1e-5
+) -> np.ndarray:
+    """Pr(c*|page) of a logistic regression on the case's ``critic``'s hashed features (tf-idf), trained on
+    the pages that critic trained on (a held-out track's critic names its groups)."""
     from sklearn.linear_model import SGDClassifier
 
-    critic = load_critic(case.model)
     groups = critic.metadata.get("groups")
     if not isinstance(critic, Critic) or not groups:
         raise TrackError(f"--page-view discriminative needs a held-out track's critic; {case.model.name} is not one")
@@ -226,7 +227,7 @@ def case_web(track: Track, case: Case, pages: _Pages | None = None, page_view: s
     critic = load_critic(case.model)
     topic = critic.resolve_topic(case.topic)
     if page_view == "discriminative":
-        page_view_of = discriminative_view(track, case, pages)
+        page_view_of = discriminative_view(track, case, pages, critic)
     elif page_view == "critic":
         page_view_of = critic.relevance(pages.texts, topic, pages.urls)
     else:
