@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from focused.bench.ceiling import STRATEGIES, CaseWeb, case_runs, case_web, edge_scores, simulate
+from focused.bench.ceiling import STRATEGIES, CaseWeb, case_runs, case_web, edge_scores, reachable, simulate
 from focused.bench.runner import PROJECT_ROOT
 from focused.bench.tracks import Case, TrackError, holdout_track
 from tests.sites import train_critic
@@ -26,6 +26,14 @@ def test_simulate_is_best_first_over_the_best_fetched_parent():
     assert simulate(5, src, dst, score, [0], 3) == [0, 1, 2]
     # every seed comes first, once, in the order given; pages not linked from a fetched page never come
     assert simulate(6, src, dst, score, [2, 0, 2], 10) == [2, 0, 1, 3, 4]
+
+
+def test_reachable_is_what_any_crawl_from_the_seeds_can_fetch():
+    src = np.array([0, 0, 1, 1, 2, 5])
+    dst = np.array([1, 2, 3, 4, 3, 0])
+    assert reachable(6, src, dst, [0]).tolist() == [True, True, True, True, True, False]  # 5 links in, not out
+    assert reachable(6, src, dst, [2]).tolist() == [False, False, True, True, False, False]
+    assert reachable(6, src, dst, [5]).all()
 
 
 def _web() -> CaseWeb:
@@ -86,6 +94,7 @@ def test_case_runs_stay_in_the_confined_web_and_count_true_labels(tmp_path: Path
         assert run["pages"] == 12  # the whole held-out site, nothing else
         assert run["cumulative_loss"][-1] == 6  # its six sport pages are the off-topic ones
         assert 0.5 < run["page_view_ap"] <= 1.0  # the critic ranks the cooking pages first, or nearly
+        assert run["reachable_targets"] == 6  # every cooking page of the held-out site
     oracle = runs[STRATEGIES.index("sim:oracle")]["cumulative_loss"]
     assert oracle[6] <= min(r["cumulative_loss"][6] for r in runs)
     # the discriminative page view: trained on the training group's pages, it tells the held-out ones apart too

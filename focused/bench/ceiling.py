@@ -20,7 +20,11 @@ is simulated for each edge score:
   towards the pages the critic calls relevant (Pr(c*|v) > 0.5), ties by the prior: the ceiling
   of a learner that knew, from the critic's verdicts, where every hub leads;
 * ``sim:oracle-lookahead``: the same towards the truly relevant pages (the look-ahead oracle,
-  whose crawls break its ties by arrival order).
+  whose crawls break its ties by arrival order);
+* ``sim:link-model-views`` and ``sim:link-model``: a link model learned from the other groups'
+  labelled cases (:mod:`focused.bench.linkmodel`), the issue's cross-topic warm start.
+
+Each case also records how many on-topic pages its seeds reach at all: the most any crawl harvests.
 
 ``--page-view discriminative`` replaces the critic's page view by a logistic regression
 (scikit-learn's ``SGDClassifier``, log loss) on the same hashed features, tf-idf weighted and
@@ -61,7 +65,7 @@ from focused.learning.linkids import page_link_ids, parse_for_links
 from focused.learning.text import content_type_charset
 from focused.oracles import GraphLookAhead, load_graph
 
-__all__ = ["STRATEGIES", "CaseWeb", "case_web", "edge_scores", "simulate"]
+__all__ = ["STRATEGIES", "CaseWeb", "case_web", "edge_scores", "reachable", "simulate"]
 
 logger = logging.getLogger(__name__)
 
@@ -241,22 +245,50 @@ def case_web(track: Track, case: Case, pages: _Pages | None = None, page_view: s
     return CaseWeb(pages.urls, page_view_of, truth, pages.src, pages.dst, anchor_view, seeds)
 
 
+def reachable(n_pages: int, src: np.ndarray, dst: np.ndarray, seeds: Sequence[int]) -> np.ndarray:
+    """Which pages a crawl from ``seeds`` can ever fetch (bool per page): the most any strategy can harvest."""
+    order = np.argsort(src, kind="stable")
+    starts = np.searchsorted(src[order], np.arange(n_pages + 1))
+    seen = np.zeros(n_pages, dtype=bool)
+    seen[list(seeds)] = True
+    stack = list(dict.fromkeys(seeds))
+    while stack:
+        u = stack.pop()
+        for v in dst[order[starts[u] : starts[u + 1]]].tolist():
+            if not seen[v]:
+                seen[v] = True
+                stack.append(v)
+    return seen
+
+
 def case_runs(
-    track: Track, case: Case, budget: int, pages: _Pages | None = None, page_view: str = "critic"
+    track: Track,
+    case: Case,
+    budget: int,
+    pages: _Pages | None = None,
+    page_view: str = "critic",
+    *,
+    web: CaseWeb | None = None,
+    extra: dict[str, np.ndarray] | None = None,
 ) -> list[dict[str, Any]]:
-    """One ``bench.json`` run per simulated strategy of a case."""
+    """One ``bench.json`` run per simulated strategy of a case (``web``: the case already judged;
+    ``extra``: more strategies' link scores, e.g. :func:`~focused.bench.linkmodel.cross_case_scores`)."""
     from sklearn.metrics import average_precision_score
 
-    web = case_web(track, case, pages, page_view)
+    web = web or case_web(track, case, pages, page_view)
     # how well the page view ranks the web's pages by their true label (the learner's target)
     precision = float(average_precision_score(web.truth, web.page_view)) if web.truth.any() else 0.0
+    targets = int((web.truth & reachable(len(web.urls), web.src, web.dst, web.seeds)).sum())
+    scores: dict[str, np.ndarray | Scorer] = {s: edge_scores(web, s) for s in STRATEGIES}
+    scores.update(extra or {})
     runs = []
-    for strategy in STRATEGIES:
-        fetched = simulate(len(web.urls), web.src, web.dst, edge_scores(web, strategy), web.seeds, budget)
+    for strategy, score in scores.items():
+        fetched = simulate(len(web.urls), web.src, web.dst, score, web.seeds, budget)
         loss = np.cumsum(~web.truth[fetched]).tolist()
         runs.append(
             {"track": track.name, "group": case.group, "topic": case.topic, "strategy": strategy, "repeat": 0,
-             "pages": len(fetched), "cumulative_loss": loss, "page_view_ap": precision}
+             "pages": len(fetched), "cumulative_loss": loss, "page_view_ap": precision,
+             "reachable_targets": targets}
         )  # fmt: skip
     return runs
 
@@ -281,9 +313,12 @@ def _tracks(names: Sequence[str], cache: Path) -> list[Track]:
 
 def run_ceiling(names: Sequence[str], budget: int, out: Path, page_view: str = "critic") -> Path:
     """Simulate every case of the tracks; write ``ceiling.json`` in ``out`` and return its path."""
+    from focused.bench.linkmodel import cross_case_scores, link_features
+
     runs: list[dict[str, Any]] = []
     for track in _tracks(names, out / "cache"):
         parsed: dict[tuple[Path | None, frozenset[str] | None], _Pages] = {}
+        webs: list[CaseWeb] = []
         for case in track.cases:
             key = (case.graph, case.confine)
             if key not in parsed:
@@ -295,24 +330,41 @@ def run_ceiling(names: Sequence[str], budget: int, out: Path, page_view: str = "
                     len(parsed[key].urls),
                     len(parsed[key].src),
                 )
-            runs.extend(case_runs(track, case, budget, parsed[key], page_view))
+            webs.append(case_web(track, case, parsed[key], page_view))
+        # the link model of each case learns from the other groups' cases (all judged first)
+        extra = cross_case_scores(
+            [case.group for case in track.cases],
+            [link_features(w.page_view, w.anchor_view, w.src) for w in webs],
+            [w.truth[w.dst] for w in webs],
+        )
+        for case, web, scores in zip(track.cases, webs, extra, strict=True):
+            runs.extend(case_runs(track, case, budget, web=web, extra=scores))
     path = out / ("ceiling.json" if page_view == "critic" else f"ceiling-{page_view}.json")
     config = {"tracks": list(names), "budget": budget, "page_view": page_view}
     path.write_text(json.dumps({"config": config, "runs": runs}))
     return path
 
 
-def _precision_lines(path: Path) -> str:
-    """The mean average precision of the page view over each track's cases."""
-    by_track: dict[str, list[float]] = {}
+def _summary_lines(path: Path, steps: Sequence[int]) -> str:
+    """Per track: the mean average precision of the page view, and the most any crawl could harvest."""
+    by_track: dict[str, list[dict[str, Any]]] = {}
     for run in json.loads(path.read_text())["runs"]:
         if run["strategy"] == STRATEGIES[0]:
-            by_track.setdefault(run["track"], []).append(run["page_view_ap"])
-    return "".join(
-        f"{track}: average precision of the page view against the true labels, mean over {len(v)} cases: "
-        f"{sum(v) / len(v):.3f}\n"
-        for track, v in by_track.items()
-    )
+            by_track.setdefault(run["track"], []).append(run)
+    lines = []
+    for track, runs in by_track.items():
+        ap = sum(r["page_view_ap"] for r in runs) / len(runs)
+        lines.append(
+            f"{track}: average precision of the page view against the true labels, mean over {len(runs)} cases: "
+            f"{ap:.3f}\n"
+        )
+        targets = [r["reachable_targets"] for r in runs]
+        bounds = "/".join(f"{100 * sum(min(1.0, t / k) for t in targets) / len(targets):.1f}" for k in steps)
+        lines.append(
+            f"{track}: on-topic pages reachable from the seeds, mean over the cases: {sum(targets) / len(targets):.1f};"
+            f" the most any crawl can harvest at {'/'.join(map(str, steps))} pages: {bounds}%\n"
+        )
+    return "".join(lines)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -340,7 +392,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     from focused.bench.curves import report
 
     steps = [k for k in (50, 100, 150, 200, 250, 500, 1000) if k <= args.budget]
-    table = report([path], steps, args.reference) + _precision_lines(path)
+    table = report([path], steps, args.reference) + _summary_lines(path, steps)
     path.with_suffix(".txt").write_text(table + "\n")
     sys.stdout.write(table + "\n")
     return 0
