@@ -67,6 +67,10 @@ FOCUSED_ALLOW_INTERNAL = ""
 #: Crawler traps. Query and ``;path`` parameters dropped from outlinks (session ids; case-insensitive,
 #: comma-separated; empty: keep every URL as it is).
 FOCUSED_SESSION_PARAMS = "jsessionid,phpsessid,aspsessionid,sessionid,session_id,sessid,sid,cfid,cftoken,oscsid,zenid"
+#: Collapse the URL aliases a server answers alike before an outlink is queued: the scheme's default port,
+#: repeated slashes in the path, a trailing ``index.html``/``index.htm`` (``dir/index.html`` -> ``dir/``);
+#: focused.urlaliases.
+FOCUSED_URL_ALIASES = True
 #: Links more than this many hops from a seed are not followed (0: no limit).
 FOCUSED_MAX_DEPTH = 30
 #: URLs in which one path segment occurs more than this many times are not followed (0: no limit).

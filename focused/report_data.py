@@ -136,15 +136,12 @@ def load_report(
     critic, topic = _critic(meta, data.notes)
     if labels is not None:
         from focused.replay.labels import read_labels
-        from focused.runtime import label_lookup
+        from focused.runtime import first_fetches_on_topic
 
         table, _ = read_labels(labels)
-        label_of = label_lookup(table)
         prefixes = tuple(meta.get("topic_classes") or [meta.get("topic", "")])
-        if topic is not None:
-            data.true_relevant = [bool((lab := label_of(p.url)) and topic.matches(lab)) for p in pages]
-        else:
-            data.true_relevant = [bool((lab := label_of(p.url)) and lab in prefixes) for p in pages]
+        on_topic = topic.matches if topic is not None else prefixes.__contains__
+        data.true_relevant = first_fetches_on_topic([p.url for p in pages], table, on_topic)
         data.labels_used = True
     data.choices = _choices(path, pages, critic, topic, explain)
     return data

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,21 +33,49 @@ _ATTR = "_focused_runtime"
 _MEMO_SIZE = 2048
 
 
-def label_lookup(labels: dict[str, str]) -> Callable[[str], str | None]:
-    """Ground-truth lookup that treats ``dir``, ``dir/`` and ``dir/index.html`` alike."""
+def label_key_lookup(labels: dict[str, str]) -> Callable[[str], str | None]:
+    """The key of ``labels`` that names the page at a URL, or ``None``: ``dir``, ``dir/``,
+    ``dir/index.html`` and ``dir//`` name one page (:mod:`focused.urlaliases`)."""
     from focused.replay.urlnorm import normalize_url
+    from focused.urlaliases import collapse_aliases
+
+    def key_of(url: str) -> str | None:
+        key = normalize_url(url)
+        if key in labels:
+            return key
+        base = collapse_aliases(key)
+        for candidate in (base, base.rstrip("/"), base.rstrip("/") + "/", base.rstrip("/") + "/index.html"):
+            if candidate in labels:
+                return candidate
+        return None
+
+    return key_of
+
+
+def first_fetches_on_topic(urls: Iterable[str], labels: dict[str, str], on_topic: Callable[[str], bool]) -> list[bool]:
+    """For each fetched URL in crawl order: a page whose label is on topic, fetched for the first time.
+
+    A page fetched again under another of its names (an alias, :func:`label_key_lookup`) is counted
+    as a wasted fetch, as is an unlabelled page: the true harvest counts distinct relevant pages.
+    """
+    key_of = label_key_lookup(labels)
+    seen: set[str] = set()
+    out = []
+    for url in urls:
+        key = key_of(url)
+        out.append(key is not None and key not in seen and on_topic(labels[key]))
+        if key is not None:
+            seen.add(key)
+    return out
+
+
+def label_lookup(labels: dict[str, str]) -> Callable[[str], str | None]:
+    """Ground-truth lookup that treats ``dir``, ``dir/``, ``dir/index.html`` and ``dir//`` alike."""
+    key_of = label_key_lookup(labels)
 
     def label_of(url: str) -> str | None:
-        key = normalize_url(url)
-        label = labels.get(key)
-        if label is not None:
-            return label
-        base = key[: -len("index.html")] if key.endswith("/index.html") else key
-        for candidate in (base, base.rstrip("/"), base.rstrip("/") + "/", base.rstrip("/") + "/index.html"):
-            label = labels.get(candidate)
-            if label is not None:
-                return label
-        return None
+        key = key_of(url)
+        return None if key is None else labels[key]
 
     return label_of
 

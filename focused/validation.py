@@ -279,6 +279,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_APPRENTICE_POLL_SECONDS": number(0, above=True),
     "FOCUSED_ALLOW_INTERNAL": Spec(_allow_internal, "comma-separated networks, addresses or host names[:port]"),
     "FOCUSED_SESSION_PARAMS": text(),
+    "FOCUSED_URL_ALIASES": boolean(),
     "FOCUSED_MAX_DEPTH": whole(0, note="0: no limit"),
     "FOCUSED_MAX_PATH_REPEATS": whole(0, note="0: no limit"),
     "FOCUSED_MAX_PAGES_PER_HOST": whole(0, note="0: no limit"),

@@ -1,7 +1,9 @@
 """Benchmark figures computed from a crawl database and ground-truth labels.
 
 * **true harvest @k**: fraction of the first k fetched pages whose hand label
-  is on topic; **loss @k** = 1 − true harvest (the fraction thrown away).
+  is on topic, each page counted once (a page fetched again under another of its
+  URLs, ``dir/`` and ``dir/index.html``, is a wasted fetch); **loss @k** = 1 − true
+  harvest (the fraction thrown away).
 * **critic harvest @k**: the paper's (1/k) Σ Pr(c*|v) by the crawl's critic.
 * **recall @k**: fraction of the on-topic pages reachable from the seeds in the
   stored web that are among the first k fetched.
@@ -19,7 +21,7 @@ from lxml import html as lxml_html
 
 from focused.crawldb import iter_pages
 from focused.learning.critic import Topic
-from focused.runtime import label_lookup
+from focused.runtime import first_fetches_on_topic
 
 
 @dataclass(frozen=True)
@@ -60,15 +62,12 @@ class Curve:
 
 
 def crawl_curve(db: str | Path, labels: dict[str, str], topic: Topic) -> Curve:
-    """Read a crawl database and judge each page against the labels."""
-    label_of = label_lookup(labels)
-    urls, truth, critic = [], [], []
-    for page in iter_pages(db):
-        label = label_of(page.url)
-        urls.append(page.url)
-        truth.append(label is not None and topic.matches(label))
-        critic.append(page.relevance)
-    return Curve(urls, truth, critic)
+    """Read a crawl database and judge each page against the labels (a page fetched again under
+    another of its URLs counts as a wasted fetch: :func:`~focused.runtime.first_fetches_on_topic`)."""
+    pages = list(iter_pages(db))
+    urls = [page.url for page in pages]
+    truth = first_fetches_on_topic(urls, labels, topic.matches)
+    return Curve(urls, truth, [page.relevance for page in pages])
 
 
 def gap_closure(h: float, h_baseline: float, h_oracle: float) -> float | None:
