@@ -25,19 +25,21 @@ _DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 
 
 def collapse_aliases(url: str) -> str:
-    """``url`` without the scheme's default port, with its path's repeated slashes collapsed and a trailing
-    ``index.html``/``.htm`` dropped (lower case only: where file names are case-sensitive ``INDEX.HTML`` is
-    another file)."""
-    start = url.find("://")
-    if start <= 0:
-        return url
-    slash = url.find("/", start + 3)
-    if slash < 0:
-        return url
-    scheme = url[:start].lower()
-    default_port = _DEFAULT_PORTS.get(scheme)
-    if default_port and url.endswith(default_port, start + 3, slash):  # http://host:80/ -> http://host/
-        url, slash = url[: slash - len(default_port)] + url[slash:], slash - len(default_port)
+    """``url`` (http or https) without the scheme's default port, with its path's repeated slashes collapsed
+    and a trailing ``index.html``/``.htm`` dropped (lower case only: where file names are case-sensitive
+    ``INDEX.HTML`` is another file). Any other URL is returned as it is."""
+    head = url[:8].lower()
+    start = 7 if head.startswith("http://") else 8 if head.startswith("https://") else 0
+    slash = url.find("/", start) if start else -1
+    if slash < 0 or url.find("?", start, slash) >= 0 or url.find("#", start, slash) >= 0:
+        return url  # not http(s), or no path
+    if url.find(":", start, slash) >= 0:  # a port: http://host:80/ -> http://host/
+        port = _DEFAULT_PORTS[head[: start - 3]]
+        host_end = slash - len(port)
+        # host:80 and [v6]:80, not user:password@host:80 (nor a host with a second port)
+        lone = url.find(":", start, host_end) < 0 or url[host_end - 1] == "]"
+        if host_end > start and lone and url.endswith(port, start, slash):
+            url, slash = url[:host_end] + url[slash:], host_end
     end = len(url)
     for mark in ("?", "#"):
         at = url.find(mark, slash)

@@ -31,6 +31,10 @@ from tests.sites import SPORT
         ("http://a.test:8080/u/", "http://a.test:8080/u/"),
         ("https://a.test:80/u/", "https://a.test:80/u/"),
         ("http://user:80@a.test/u/", "http://user:80@a.test/u/"),
+        ("http://user:pw@a.test:80/u/", "http://user:pw@a.test:80/u/"),  # left alone: rare, and ambiguous
+        ("http://[::1]:80/u//", "http://[::1]/u/"),
+        ("http://a.test?q=//x/index.html", "http://a.test?q=//x/index.html"),  # no path
+        ("ftp://a.test:21//x/index.html", "ftp://a.test:21//x/index.html"),
         # left alone: a query (the script may read it), another name, another default document, no path
         ("http://a.test/u/index.html?x=1", "http://a.test/u/index.html?x=1"),
         ("http://a.test/x?next=//y/index.html", "http://a.test/x?next=//y/index.html"),
@@ -44,6 +48,23 @@ from tests.sites import SPORT
 )
 def test_collapse_aliases(url: str, collapsed: str) -> None:
     assert collapse_aliases(url) == collapsed
+
+
+def test_collapsing_is_idempotent_and_keeps_a_request_valid() -> None:
+    from scrapy import Request
+
+    rng = random.Random(0)
+    parts = [*"ab:/?#@[]%.x8042", "index.html", "index.htm", "//", ":80", ":443", "http://", "https://"]
+    for _ in range(20_000):
+        url = rng.choice(["http://", "https://", "HTTP://", "ftp://", ""])
+        url += "".join(rng.choice(parts) for _ in range(rng.randint(0, 12)))
+        collapsed = collapse_aliases(url)
+        assert collapse_aliases(collapsed) == collapsed, url
+        try:
+            Request(url)
+        except ValueError:
+            continue
+        Request(collapsed)  # a valid request stays one
 
 
 def test_labels_name_a_page_under_any_of_its_aliases() -> None:
