@@ -19,7 +19,8 @@ import re
 
 __all__ = ["collapse_aliases"]
 
-_SLASHES = re.compile(r"//+")
+#: Repeated slashes, but not a URL inside a path (``/web/2005/http://a.test/``, an archive's or a proxy's).
+_SLASHES = re.compile(r"(?<!:)//+")
 _INDEX = ("/index.html", "/index.htm")
 _DEFAULT_PORTS = {"http": ":80", "https": ":443"}
 

@@ -22,6 +22,7 @@ from tests.sites import SPORT
     [
         ("http://a.test/x//y/", "http://a.test/x/y/"),
         ("http://a.test//", "http://a.test/"),
+        ("http://a.test/web/2005/http://b.test//x/", "http://a.test/web/2005/http://b.test/x/"),  # a URL in the path
         ("http://a.test/u/index.html", "http://a.test/u/"),
         ("http://a.test/u/index.htm#top", "http://a.test/u/#top"),
         ("http://a.test/index.html", "http://a.test/"),

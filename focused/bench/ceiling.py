@@ -275,7 +275,7 @@ def case_runs(
     ``extra``: more strategies' link scores, e.g. :func:`~focused.bench.linkmodel.cross_case_scores`)."""
     from sklearn.metrics import average_precision_score
 
-    web = web or case_web(track, case, pages, page_view)
+    web = web if web is not None else case_web(track, case, pages, page_view)
     # how well the page view ranks the web's pages by their true label (the learner's target)
     precision = float(average_precision_score(web.truth, web.page_view)) if web.truth.any() else 0.0
     targets = int((web.truth & reachable(len(web.urls), web.src, web.dst, web.seeds)).sum())
