@@ -19,6 +19,7 @@ the scores.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 
 import numpy as np
@@ -26,6 +27,8 @@ import numpy as np
 from focused.learning.apprentice_model import critic_views
 
 __all__ = ["FEATURES", "STRATEGIES", "cross_case_scores", "link_features"]
+
+logger = logging.getLogger(__name__)
 
 FEATURES = ("page view", "anchor view", "log(1 + links of the page)", "position of the link in the page")
 #: strategy -> the FEATURES columns its model reads
@@ -79,6 +82,10 @@ def cross_case_scores(
                 if key not in models:  # the cases of one group share their training set
                     model = LogisticRegression(max_iter=1000)
                     models[key] = model.fit(X_train[:, list(columns)], y_train)
+                    weights = ", ".join(f"{FEATURES[c]} {w:+.2f}" for c, w in zip(columns, model.coef_[0], strict=True))
+                    logger.info(
+                        "%s, not from group %s: %s, intercept %+.2f", strategy, group, weights, model.intercept_[0]
+                    )
                 scores[strategy] = models[key].predict_proba(X[:, list(columns)])[:, 1]
         out.append(scores)
     return out
