@@ -61,6 +61,7 @@ from focused.frontier.payloads import decode_link_batch, decode_payloads, encode
 from focused.frontier.settings import check_jobdir as check_jobdir  # imported from here by older code
 from focused.frontier.settings import open_store, store_name
 from focused.frontier.store import FrontierStore, Push, PushResult, StoreError
+from focused.urlaliases import collapse_aliases
 
 if TYPE_CHECKING:
     from typing import Self
@@ -118,7 +119,10 @@ class FocusedScheduler:
         self._logged_duplicate = False
         self.store_name = store_name(settings, jobdir)
         self.commit_seconds = settings.getfloat("FOCUSED_FRONTIER_COMMIT_SECONDS", 1.0)
-        self._fingerprint = UrlFingerprints(crawler.request_fingerprinter)
+        # a page is one frontier entry whatever alias names it (FOCUSED_URL_ALIASES): outlinks arrive
+        # collapsed already (focused.canonical), seeds as the user gave them
+        alias = collapse_aliases if settings.getbool("FOCUSED_URL_ALIASES") else None
+        self._fingerprint = UrlFingerprints(crawler.request_fingerprinter, alias=alias)
         self.store: FrontierStore = MemoryStore()  # replaced in open()
         self.spider: Spider | None = None
         self._opened = False

@@ -125,3 +125,26 @@ def test_true_harvest_counts_a_page_once_whatever_url_fetched_it() -> None:
     ]
     on_topic = "sport".__eq__
     assert first_fetches_on_topic(urls, labels, on_topic) == [True, False, False, False, True, False]
+
+
+def test_a_seed_named_by_an_alias_is_not_fetched_again_under_its_link(tmp_path: Path) -> None:
+    from dataclasses import replace
+
+    text = " ".join(random.Random(1).choice(SPORT) for _ in range(200))
+    pages = {
+        "/team/": f'<html><body><p>{text}</p><a href="/team/">team</a> <a href="/x.html">x</a></body></html>'.encode(),
+        "/x.html": f'<html><body><p>{text}</p><a href="/team/index.html">back</a></body></html>'.encode(),
+    }
+    with _apache_like(pages) as web:
+        spec = replace(direct_crawl(web, tmp_path, "seed"), seeds=(web.url + "/team/index.html",))
+        result = run_crawl(spec, timeout=120)
+    assert result.returncode == 0, result.log.read_text()
+    # the seed is fetched as given; the links that name it /team/ (and /team/index.html) find it seen
+    assert sorted(h for h in web.hits if h != "/robots.txt") == ["/team/index.html", "/x.html"]
+    with _apache_like(pages) as web:
+        spec = replace(
+            direct_crawl(web, tmp_path, "seed-off", FOCUSED_URL_ALIASES=False), seeds=(web.url + "/team/index.html",)
+        )
+        result = run_crawl(spec, timeout=120)
+    assert result.returncode == 0, result.log.read_text()
+    assert sorted(h for h in web.hits if h != "/robots.txt") == ["/team/", "/team/index.html", "/x.html"]
