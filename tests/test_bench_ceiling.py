@@ -9,8 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from focused.bench.ceiling import STRATEGIES, CaseWeb, case_runs, case_web, edge_scores, reachable, simulate
+from focused.bench.ceiling import STRATEGIES, CaseWeb, case_runs, case_web, edge_scores
 from focused.bench.runner import PROJECT_ROOT
+from focused.bench.simcrawl import reachable, simulate
 from focused.bench.tracks import Case, TrackError, holdout_track
 from tests.sites import train_critic
 from tests.test_bench_tracks import HELD, _warc_with_labels

@@ -8,7 +8,7 @@ the case's web (the confined store, for a held-out group) is parsed once with th
 crawler's own parser, judged by the case's critic (page view) and each link's anchor
 read by it (anchor view), exactly as the crawler computes them; then a best-first
 crawl from the case's seeds (max over fetched parents, the default aggregation)
-is simulated for each edge score:
+is simulated (:mod:`focused.bench.simcrawl`) for each edge score:
 
 * ``sim:baseline``: the parent's relevance Pr(c*|u);
 * ``sim:prior``: the blend of the two views (``apprentice:prior``'s scores);
@@ -44,11 +44,10 @@ simulated strategy is computed against a real run's baseline and oracles:
 
 from __future__ import annotations
 
-import heapq
 import json
 import logging
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -57,6 +56,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from focused.bench.graph import served_url
+from focused.bench.simcrawl import Scorer, reachable, simulate
 from focused.bench.tracks import Case, Track, TrackError, store_training_set
 from focused.defaults import FOCUSED_APPRENTICE_ANCHOR_WEIGHT
 from focused.learning.apprentice_model import critic_views
@@ -65,7 +65,7 @@ from focused.learning.linkids import page_link_ids, parse_for_links
 from focused.learning.text import content_type_charset
 from focused.oracles import GraphLookAhead, load_graph
 
-__all__ = ["STRATEGIES", "CaseWeb", "case_web", "edge_scores", "reachable", "simulate"]
+__all__ = ["STRATEGIES", "CaseWeb", "case_web", "edge_scores"]
 
 logger = logging.getLogger(__name__)
 
@@ -91,37 +91,6 @@ class CaseWeb:
     dst: np.ndarray
     anchor_view: np.ndarray  # Pr(c*|anchor, target URL) of each link
     seeds: list[int]
-
-
-#: ``scorer(u, links) -> scores``: the scores of the links (edge ids) of page u, when u is fetched.
-Scorer = Callable[[int, np.ndarray], Sequence[float]]
-
-
-def simulate(
-    n_pages: int, src: np.ndarray, dst: np.ndarray, score: np.ndarray | Scorer, seeds: Sequence[int], budget: int
-) -> list[int]:
-    """The pages a best-first crawl fetches, in order: seeds first, then the waiting page whose best
-    link from a fetched page scores highest (ties by page index). ``score[i]`` is link i's, or
-    ``score(u, links)`` gives them when u is fetched (a scorer with state, as the look-ahead)."""
-    scorer: Scorer = score if callable(score) else (lambda _, links: score[links].tolist())
-    order = np.argsort(src, kind="stable")
-    starts = np.searchsorted(src[order], np.arange(n_pages + 1))
-    best = np.full(n_pages, -np.inf)
-    fetched = np.zeros(n_pages, dtype=bool)
-    heap: list[tuple[float, int]] = [(-np.inf, s) for s in dict.fromkeys(seeds)]  # seeds come first
-    out: list[int] = []
-    while heap and len(out) < budget:
-        _, u = heapq.heappop(heap)
-        if fetched[u]:
-            continue
-        fetched[u] = True
-        out.append(u)
-        links = order[starts[u] : starts[u + 1]]
-        for v, s in zip(dst[links].tolist(), scorer(u, links), strict=True):
-            if not fetched[v] and s > best[v]:
-                best[v] = s
-                heapq.heappush(heap, (-s, v))
-    return out
 
 
 def _lookahead(web: CaseWeb, positive: np.ndarray, prior: np.ndarray) -> Scorer:
@@ -243,22 +212,6 @@ def case_web(track: Track, case: Case, pages: _Pages | None = None, page_view: s
     if not seeds:
         raise TrackError(f"no seed of {case.group}/{case.topic} is a page of its web")
     return CaseWeb(pages.urls, page_view_of, truth, pages.src, pages.dst, anchor_view, seeds)
-
-
-def reachable(n_pages: int, src: np.ndarray, dst: np.ndarray, seeds: Sequence[int]) -> np.ndarray:
-    """Which pages a crawl from ``seeds`` can ever fetch (bool per page): the most any strategy can harvest."""
-    order = np.argsort(src, kind="stable")
-    starts = np.searchsorted(src[order], np.arange(n_pages + 1))
-    seen = np.zeros(n_pages, dtype=bool)
-    seen[list(seeds)] = True
-    stack = list(dict.fromkeys(seeds))
-    while stack:
-        u = stack.pop()
-        for v in dst[order[starts[u] : starts[u + 1]]].tolist():
-            if not seen[v]:
-                seen[v] = True
-                stack.append(v)
-    return seen
 
 
 def case_runs(

@@ -24,6 +24,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from focused.bench.simcrawl import page_links
 from focused.learning.apprentice_model import critic_views
 
 __all__ = ["FEATURES", "STRATEGIES", "cross_case_scores", "link_features"]
@@ -42,8 +43,7 @@ def link_features(page_view: np.ndarray, anchor_view: np.ndarray, src: np.ndarra
     views = critic_views(page_view[src], anchor_view)  # the clipped logits the crawler has
     n_pages = len(page_view)
     outlinks = np.bincount(src, minlength=n_pages).astype(np.float64)
-    order = np.argsort(src, kind="stable")  # each page's links together, in page order
-    starts = np.searchsorted(src[order], np.arange(n_pages + 1))
+    order, starts = page_links(n_pages, src)
     rank = np.empty(len(src), dtype=np.float64)
     rank[order] = np.arange(len(order)) - starts[src[order]]
     position = rank / np.maximum(outlinks[src] - 1, 1)
