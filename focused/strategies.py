@@ -63,12 +63,13 @@ class BreadthFirst:
 
 
 class Baseline:
-    """The paper's baseline best-first crawler: every outlink of u gets Pr(c*|u)."""
+    """The paper's baseline best-first crawler: every outlink of u gets Pr(c*|u), as the critic's
+    parent view (:attr:`~focused.learning.topics.Verdict.parent_view`: naive Bayes, also with a verdict head)."""
 
     name = "baseline"
 
     def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
-        return Scored([page.verdict.relevance] * len(links))
+        return Scored([page.verdict.parent_view] * len(links))
 
 
 class Oracle:
@@ -108,10 +109,10 @@ class ApprenticeStrategy:
 
     def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
         payloads = self.online.link_features(
-            page.url, page.html, page.verdict.relevance, page.verdict.top_classes, links, parsed=page.parsed
+            page.url, page.html, page.verdict.parent_view, page.verdict.top_classes, links, parsed=page.parsed
         )
         self.observe_links(links, payloads)
         scores = self.online.score(payloads)
         if scores is None:
-            scores = [page.verdict.relevance] * len(links)
+            scores = [page.verdict.parent_view] * len(links)
         return Scored(scores, payloads)

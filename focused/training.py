@@ -190,7 +190,8 @@ def evaluate_critic(
     auc_classes: Sequence[str] = (),
     urls: Sequence[str] | None = None,
 ) -> dict[str, Any]:
-    """Accuracy, log-loss, macro P/R/F1, AUCs and tie counts, raw and calibrated posteriors.
+    """Accuracy, log-loss, macro P/R/F1, AUCs and tie counts, raw and calibrated posteriors (and, with a
+    verdict head, the head's: ``verdict``).
 
     AUCs are of one class's posterior against all other pages (the relevance
     ranking of a single-class topic); ``macro_auc`` averages over the classes
@@ -203,7 +204,10 @@ def evaluate_critic(
     index = {c: i for i, c in enumerate(critic.classes)}
     y = np.array([index.get(label, -1) for label in labels])
     results: dict[str, Any] = {"n_test": len(y)}
-    for name, post in (("raw", critic.raw_posteriors(texts, urls)), ("calibrated", critic.posteriors(texts, urls))):
+    views = [("raw", critic.raw_posteriors(texts, urls)), ("calibrated", critic.posteriors(texts, urls))]
+    if critic.head is not None:  # the verdicts of a critic with a head (focused.learning.verdict_head)
+        views.append(("verdict", critic.verdict_posteriors(texts, urls)))
+    for name, post in views:
         pred = post.argmax(axis=1)
         known = y >= 0
         true_p = np.clip(post[np.flatnonzero(known), y[known]], 1e-15, 1.0)
@@ -268,7 +272,7 @@ def evaluate_webkb_louo(archive: str | Path, held_out: Sequence[str] = LOUO_UNIV
         stats["length_scale"] = critic.length_scale
         per[university] = stats
     mean: dict[str, Any] = {}
-    for name in ("raw", "calibrated"):
+    for name in [n for n in ("raw", "calibrated", "verdict") if all(n in per[u] for u in held_out)]:
         rows = [per[u][name] for u in held_out]
         mean[name] = {
             key: float(np.mean([r[key] for r in rows]))
@@ -285,14 +289,14 @@ def build_default_models(out_dir: str | Path = "models", archive: str | Path | N
     """Train the default critic(s) reproducibly and write them under ``out_dir``.
 
     Today that is ``webkb-pagetype.npz``: the page-type critic over all of
-    ``webkb-dev`` (every university, ``misc`` included), seed 0.
+    ``webkb-dev`` (every university, ``misc`` included), seed 0, with a verdict head.
     """
     from focused.corpora.webkb import default_archive
 
     archive = default_archive() if archive is None else Path(archive)
     out = Path(out_dir)
     start = time.perf_counter()
-    critic = train_webkb_critic(archive, seed=0)
+    critic = train_webkb_critic(archive, seed=0, verdict_head=True)
     path = critic.save(out / DEFAULT_MODEL_NAME)
     logger.info(
         "wrote %s (%d classes, %.0f kB) in %.1f s",

@@ -95,6 +95,20 @@ def test_holdout_track_takes_any_group_and_topic_of_a_warc(tmp_path: Path):
     assert all(u.startswith(HELD) for u in case.targets)
     critic = load_critic(case.model)
     assert critic.metadata["groups"] == ["train"]  # trained without the held-out group
+    assert getattr(critic, "head", None) is None  # the function's default: no verdict head
+
+
+def test_holdout_track_critics_with_a_verdict_head(tmp_path: Path):
+    warc, labels = _warc_with_labels(tmp_path)
+    track = holdout_track(
+        "mine", warc, tmp_path / "cache", labels=labels, hold_out=["held"], topics=["cooking"], critic_head=True
+    )
+    models = {case.model for case in track.cases}
+    assert [m.name for m in models] == ["critic-mine-without-held-urls-head.npz"]  # not a cached head-less one
+    critic = load_critic(models.pop())
+    assert getattr(critic, "head", None) is not None
+    verdict = critic.judge("whisk the eggs", critic.resolve_topic("cooking"))
+    assert verdict.link_relevance is not None  # links keep the naive Bayes view
 
 
 def test_topic_seeds_rule():
@@ -125,6 +139,7 @@ def test_bench_command_runs_on_a_labelled_warc(tmp_path: Path):
     assert proc.returncode == 0, proc.stderr[-3000:]
     result = json.loads((out / "bench.json").read_text())
     assert set(result["summary"]["mine"]["strategies"]) == {"bfs", "oracle-lookahead"}
+    assert [m.name for m in (out / "cache" / "mine").glob("critic-*.npz")] == ["critic-mine-without-held-urls-head.npz"]
     assert {(c["group"], c["topic"]) for c in result["tracks"]["mine"]["cases"]} == {("held", "sport")}
 
 

@@ -280,7 +280,7 @@ def test_save_load_round_trip(critic: Critic, corpus: dict[str, list[str]], tmp_
 
 def test_saved_counts_are_sparse_float32(critic: Critic) -> None:
     bundle = critic.to_bundle()
-    assert bundle["kind"] == "nb" and bundle["format_version"] == 1
+    assert bundle["kind"] == "nb" and bundle["format_version"] == 2 and bundle["verdict_head"] is None
     assert bundle["feature_count"]["data"].dtype == np.float32
     assert len(bundle["feature_count"]["data"]) < 200  # ~50 words per class, not 2**18
 
@@ -301,7 +301,7 @@ def test_load_garbage_file(tmp_path: Path, content: bytes) -> None:
 @pytest.mark.parametrize(
     "change",
     [
-        {"format_version": 2},
+        {"format_version": 3},
         {"kind": "svm"},
         {"classes": ["only", "two"]},
         {"features": {"tokenizer": "other"}},
@@ -437,7 +437,10 @@ def test_commands_train_and_list_topics(tmp_path: Path, capsys: pytest.CaptureFi
     out = tmp_path / "m.npz"
     assert main(["train-critic", "--dirtree", str(tree), "-o", str(out), "--alpha", "0.5"]) == 0
     trained = load_critic(out)
-    assert isinstance(trained, Critic) and trained.alpha == 0.5
+    assert isinstance(trained, Critic) and trained.alpha == 0.5 and trained.head is not None
+    plain = tmp_path / "plain.npz"
+    assert main(["train-critic", "--dirtree", str(tree), "-o", str(plain), "--verdict-head", "off"]) == 0
+    assert load_critic(plain).head is None
     assert main(["topics", "--model", str(out)]) == 0
     assert capsys.readouterr().out.splitlines()[-5:] == ["rec", "rec.autos", "sci", "sci.med", "sci.space"]
 

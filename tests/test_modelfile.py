@@ -157,7 +157,7 @@ def test_file_layout_is_plain_arrays_and_a_json_header(files: dict[str, Path]) -
     assert names[0] == f"{HEADER_KEY}.npy" and all(n.endswith(".npy") for n in names)
     with np.load(path, allow_pickle=False) as npz:
         header = json.loads(npz[HEADER_KEY].tobytes())
-        assert (header["format"], header["kind"], header["format_version"]) == ("focused.model", "nb", 1)
+        assert (header["format"], header["kind"], header["format_version"]) == ("focused.model", "nb", 2)
         assert header["class_count"] == {"__array__": "a0"} and npz["a0"].dtype == np.float64
         assert all(npz[name].dtype != object for name in npz.files)
 

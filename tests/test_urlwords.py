@@ -104,7 +104,7 @@ def test_url_features_survive_a_model_file_and_another_scheme_is_refused(tmp_pat
     urls = ["http://x.edu/courses/a1/", "http://x.edu/homes/b/"]
     topic = critic.resolve_topic("course")
     assert np.allclose(loaded.relevance([TEXT] * 2, topic, urls), critic.relevance([TEXT] * 2, topic, urls))
-    bundle = read_model(path, {"nb": (1,)}, what="critic model", hint="", error=ModelError)
+    bundle = read_model(path, {"nb": (2,)}, what="critic model", hint="", error=ModelError)
     bundle["features"]["url_words"] = "someone.else/v9"
     save_model(bundle, tmp_path / "other.npz")
     with pytest.raises(ModelError, match=r"reads URLs as 'someone\.else/v9'"):

@@ -26,10 +26,10 @@ is simulated (:mod:`focused.bench.simcrawl`) for each edge score:
 
 Each case also records how many on-topic pages its seeds reach at all: the most any crawl harvests.
 
-``--page-view discriminative`` replaces the critic's page view by a logistic regression
-(scikit-learn's ``SGDClassifier``, log loss) on the same hashed features, tf-idf weighted and
-trained on the critic's own training pages: how far a better page classifier would move these
-ceilings (held-out tracks only; the anchor view stays the critic's).
+``--page-view discriminative`` replaces the critic's page view by its verdict head
+(:mod:`focused.learning.verdict_head`: a logistic regression on the same hashed features, tf-idf
+weighted, trained on the critic's own training pages): how far a better page classifier would
+move these ceilings (held-out tracks only; the anchor view stays the critic's).
 
 A crawl's waiting URLs are scored once, when a parent is fetched, as in the
 crawler; links to pages the web does not serve (dead links, other groups) are not
@@ -53,7 +53,6 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-import scipy.sparse as sp
 
 from focused.bench.graph import served_url
 from focused.bench.simcrawl import Scorer, reachable, simulate
@@ -165,32 +164,21 @@ def _parse_web(track: Track, case: Case) -> _Pages:
     return _Pages(urls, texts, np.asarray(src, dtype=np.int64), np.asarray(dst, dtype=np.int64), anchors, hrefs)
 
 
-def discriminative_view(
-    track: Track, case: Case, pages: _Pages, critic: Critic | CrossFitCritic, alpha: float = 1e-5
-) -> np.ndarray:
-    """Pr(c*|page) of a logistic regression on the case's ``critic``'s hashed features (tf-idf), trained on
-    the pages that critic trained on (a held-out track's critic names its groups)."""
-    from sklearn.linear_model import SGDClassifier
+def discriminative_view(track: Track, case: Case, pages: _Pages, critic: Critic | CrossFitCritic) -> np.ndarray:
+    """Pr(c*|page) of a verdict head (:func:`~focused.learning.verdict_head.train_head`) on the case's
+    ``critic``'s features, trained on the pages that critic trained on (a held-out track's critic names its
+    groups): what ``focused bench --critic-head on`` gives the crawler's verdicts."""
+    from focused.learning.verdict_head import train_head
 
     groups = critic.metadata.get("groups")
     if not isinstance(critic, Critic) or not groups:
         raise TrackError(f"--page-view discriminative needs a held-out track's critic; {case.model.name} is not one")
     texts, labels, urls = store_training_set(track.store, groups)
-    X = critic.transform(texts, urls)
-    idf = np.log((1 + X.shape[0]) / (1 + np.asarray((X > 0).sum(axis=0)).ravel())) + 1
-
-    def tfidf(M: sp.csr_matrix) -> sp.csr_matrix:
-        M = M.astype(np.float64)
-        M.data = 1 + np.log(M.data)
-        M = sp.csr_matrix(M @ sp.diags(idf))
-        norms = np.sqrt(np.asarray(M.multiply(M).sum(axis=1)).ravel())
-        return sp.csr_matrix(sp.diags(1 / np.maximum(norms, 1e-12)) @ M)
-
-    model = SGDClassifier(loss="log_loss", alpha=alpha, max_iter=30, tol=None, random_state=0)
-    model.fit(tfidf(X), labels)
+    index = {c: i for i, c in enumerate(critic.classes)}
+    y = np.array([index[label] for label in labels], dtype=np.int64)
+    head = train_head(critic.transform(texts, urls), y, len(critic.classes))
     topic = critic.resolve_topic(case.topic)
-    columns = [i for i, c in enumerate(model.classes_) if c in topic.classes]
-    return np.asarray(model.predict_proba(tfidf(critic.transform(pages.texts, pages.urls)))[:, columns].sum(axis=1))
+    return np.asarray(head.posteriors(critic.transform(pages.texts, pages.urls))[:, topic.indices].sum(axis=1))
 
 
 def case_web(track: Track, case: Case, pages: _Pages | None = None, page_view: str = "critic") -> CaseWeb:

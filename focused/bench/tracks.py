@@ -152,6 +152,7 @@ def holdout_track(
     hold_out: Sequence[str] | None = None,
     topics: Sequence[str] | None = None,
     critic_urls: bool = True,
+    critic_head: bool = False,
 ) -> Track:
     """A leave-one-group-out track on any WebKB-layout archive or WARC with a labels file.
 
@@ -159,7 +160,8 @@ def holdout_track(
     labelled pages, and each topic's crawl is confined to the held-out group
     (the replay 404s the rest) from the seed :func:`group_seed` picks. Defaults:
     the WebKB universities and page types when the archive has them. With
-    ``critic_urls`` the critics have URL features (:mod:`focused.learning.urlwords`).
+    ``critic_urls`` the critics have URL features (:mod:`focused.learning.urlwords`), with ``critic_head``
+    a discriminative verdict (:mod:`focused.learning.verdict_head`).
     Raises :class:`TrackError` naming what is wrong and what is valid.
     """
     from focused.learning.critic import load_critic
@@ -186,11 +188,12 @@ def holdout_track(
     track = Track(name, store, cache / f"{name}.labels.tsv")
     _write_labels(store, track.labels)
     for group in hold_out:
-        model = cache / f"critic-{name}-without-{group}{'-urls' if critic_urls else ''}.npz"
+        suffix = ("-urls" if critic_urls else "") + ("-head" if critic_head else "")
+        model = cache / f"critic-{name}-without-{group}{suffix}.npz"
         if not model.exists():
             others = [g for g in groups if g != group]
             logger.info("training the critic without %s (on %s)", group, ", ".join(others))
-            train_store_critic(store, others, url_features=critic_urls).save(model)
+            train_store_critic(store, others, url_features=critic_urls, verdict_head=critic_head).save(model)
         critic = load_critic(model)
         wanted = tuple(topics) if topics else tuple(t for t in WEBKB_TARGETS if t in critic.topics())
         if not wanted:
@@ -235,25 +238,30 @@ def webkb_track(
     universities: tuple[str, ...] = WEBKB_UNIVERSITIES,
     targets: tuple[str, ...] = WEBKB_TARGETS,
     critic_urls: bool = True,
+    critic_head: bool = False,
 ) -> Track:
     """The leave-one-university-out WebKB track (:func:`holdout_track` on the WebKB archive)."""
-    return holdout_track("webkb", archive, cache, hold_out=universities, topics=targets, critic_urls=critic_urls)
+    return holdout_track(
+        "webkb", archive, cache, hold_out=universities, topics=targets, critic_urls=critic_urls, critic_head=critic_head
+    )
 
 
-def wiki_track(cache: Path, *, topics: Sequence[str] | None = None, critic_urls: bool = True) -> Track:
+def wiki_track(
+    cache: Path, *, topics: Sequence[str] | None = None, critic_urls: bool = True, critic_head: bool = False
+) -> Track:
     """The Wikipedia track: topics of the category tree on the rendered site.
 
     The critic is cross-fitted (a page is judged by the fold that did not
     train on it), so the crawl is not confined. Any topic of the critic's
     taxonomy is accepted; its seeds follow :func:`topic_seeds` on the article
     graph (for the default topics, the seeds the track stored by the same rule).
-    With ``critic_urls`` the critic has URL features.
+    With ``critic_urls`` the critic has URL features, with ``critic_head`` a discriminative verdict.
     """
     from focused.learning.critic import load_critic
     from focused.learning.topics import UnknownTopicError
     from focused.wiki.build import prepare_wiki_track, reachable_from, read_link_graph
 
-    wiki = prepare_wiki_track(cache / "wiki", url_features=critic_urls)
+    wiki = prepare_wiki_track(cache / "wiki", url_features=critic_urls, verdict_head=critic_head)
     store = open_store(wiki.warc, labels=wiki.labels)
     track = Track("wiki", store, wiki.labels)
     critic = load_critic(wiki.critic)

@@ -59,6 +59,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="whether the tracks' critics read each page's URL words beside its text (default: on)",
     )
     parser.add_argument(
+        "--critic-head",
+        choices=("on", "off"),
+        default="on",
+        help="whether the tracks' critics judge pages with a discriminative verdict head (default: on)",
+    )
+    parser.add_argument(
         "--reuse", action="store_true", help="reuse finished crawls of an earlier run in the same --out folder"
     )
     parser.add_argument(
@@ -178,11 +184,14 @@ def _run(args: argparse.Namespace) -> int:
                     hold_out=groups,
                     topics=targets,
                     critic_urls=args.critic_urls == "on",
+                    critic_head=args.critic_head == "on",
                 )
             )
         elif name == "wiki":
             try:
-                track = wiki_track(cache, topics=topics, critic_urls=args.critic_urls == "on")
+                track = wiki_track(
+                    cache, topics=topics, critic_urls=args.critic_urls == "on", critic_head=args.critic_head == "on"
+                )
             except ModuleNotFoundError as exc:
                 raise ValueError(f"the wiki track is not available in this build: {exc}") from exc
             if args.quick:

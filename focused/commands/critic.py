@@ -80,6 +80,13 @@ def _training_options(parser: argparse.ArgumentParser) -> None:
         choices=("on", "off"),
         help="the critic also reads each page's URL words (default: on for WebKB, off for a document tree)",
     )
+    parser.add_argument(
+        "--verdict-head",
+        choices=("on", "off"),
+        default="on",
+        help="also fit a discriminative verdict (logistic regression) that judges pages; links keep the naive "
+        "Bayes view (default: on)",
+    )
 
 
 def _training_kw(args: argparse.Namespace) -> dict[str, Any]:
@@ -87,6 +94,7 @@ def _training_kw(args: argparse.Namespace) -> dict[str, Any]:
         "n_features": args.n_features,
         "calibrate": not args.no_calibrate,
         "seed": args.seed,
+        "verdict_head": args.verdict_head == "on",
     }
     webkb = getattr(args, "webkb", None) is not None
     if args.url_words == "on" and not webkb:
@@ -165,7 +173,7 @@ def _evaluate(args: argparse.Namespace) -> int:
     elif args.news is not None:
         n_train, n_test = results["n_train"], results["n_test"]
         print(f"20 Newsgroups bydate: trained on {n_train}, tested on {n_test} posts")
-        for name in ("raw", "calibrated"):
+        for name in [n for n in ("raw", "calibrated", "verdict") if n in results]:
             print(f"{name:>10}  {_row(results[name])}")
         scale, alpha, seconds = results["length_scale"], results["alpha"], results["train_seconds"]
         print(f"L_eff={scale:.3g} alpha={alpha:g} train={seconds:.1f}s")
@@ -174,7 +182,7 @@ def _evaluate(args: argparse.Namespace) -> int:
         print("WebKB, leave one university out (train on the others + misc, test on the one)")
         rows = [(u, stats) for u, stats in results["universities"].items()] + [("mean", results["mean"])]
         for university, stats in rows:
-            for name in ("raw", "calibrated"):
+            for name in [n for n in ("raw", "calibrated", "verdict") if n in stats]:
                 print(f"{university:>10} {name:>10}  {_row(stats[name])}")
     return 0
 

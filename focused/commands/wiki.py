@@ -44,6 +44,12 @@ def register(subparsers: Any) -> None:
     train.add_argument(
         "--url-words", choices=("on", "off"), default="on", help="read each article's URL words too (default: on)"
     )
+    train.add_argument(
+        "--verdict-head",
+        choices=("on", "off"),
+        default="on",
+        help="also fit a discriminative verdict that judges pages (focused.learning.verdict_head; default: on)",
+    )
     train.set_defaults(func=run_train_wiki_critic)
 
 
@@ -98,7 +104,12 @@ def run_train_wiki_critic(args: argparse.Namespace) -> int:
     n_features = args.n_features or DEFAULT_N_FEATURES
     taxonomy = build_taxonomy(wiki.categories)
     texts = page_texts(wiki)
-    kw = {"n_features": n_features, "alpha": alpha, "url_features": args.url_words == "on"}
+    kw = {
+        "n_features": n_features,
+        "alpha": alpha,
+        "url_features": args.url_words == "on",
+        "verdict_head": args.verdict_head == "on",
+    }
     critic = train_wiki_critic(wiki, taxonomy=taxonomy, texts=texts, **kw)
     critic.save(args.output)
     size = args.output.stat().st_size / 1e6

@@ -27,6 +27,7 @@ from focused.learning.modelfile import ModelFileError, save_model
 from focused.learning.naive_bayes import (
     DEFAULT_ALPHA,
     FORMAT_VERSION,
+    READABLE_VERSIONS,
     REBUILD_HINT,
     Critic,
     ModelError,
@@ -37,6 +38,7 @@ from focused.learning.topics import Topic, UnknownTopicError, Verdict
 __all__ = [
     "DEFAULT_ALPHA",
     "FORMAT_VERSION",
+    "READABLE_VERSIONS",
     "REBUILD_HINT",
     "Critic",
     "CrossFitCritic",
@@ -50,7 +52,7 @@ __all__ = [
 ]
 
 #: The critic kinds :func:`load_critic` reads, with their readable format versions.
-CRITIC_KINDS = {Critic.kind: (FORMAT_VERSION,), CrossFitCritic.kind: (CROSSFIT_FORMAT_VERSION,)}
+CRITIC_KINDS = {Critic.kind: READABLE_VERSIONS, CrossFitCritic.kind: (CROSSFIT_FORMAT_VERSION,)}
 
 
 def load_critic(path: str | Path) -> Critic | CrossFitCritic:

@@ -150,12 +150,17 @@ class CrossFitCritic:
         return np.clip(self.posteriors(texts, urls)[:, self._indices(topic)].sum(axis=1), 0.0, 1.0)
 
     def judge(self, text: str, topic: Topic, *, url: str | None = None) -> Verdict:
-        """Judge one page with the model whose held-out fold holds ``url``."""
-        post = self.posteriors([text], [url])[0]
+        """Judge one page with the model whose held-out fold holds ``url`` (with verdict heads: as
+        :meth:`Critic.judge <focused.learning.naive_bayes.Critic.judge>`)."""
+        idx = self._indices(topic)
+        nb = self.posteriors([text], [url])[0]
+        heads = any(critic.head is not None for critic in self.folds)
+        post = self._by_fold([text], [url], "verdict_posteriors")[0] if heads else nb
         order = np.argsort(-post, kind="stable")[:3]
         top = tuple(self.classes[i] for i in order)
-        relevance = float(np.clip(post[self._indices(topic)].sum(), 0.0, 1.0))
-        return Verdict(relevance=relevance, predicted_class=top[0], top_classes=top)
+        relevance = float(np.clip(post[idx].sum(), 0.0, 1.0))
+        link = float(np.clip(nb[idx].sum(), 0.0, 1.0)) if heads else None
+        return Verdict(relevance=relevance, predicted_class=top[0], top_classes=top, link_relevance=link)
 
     def _indices(self, topic: Topic) -> np.ndarray:
         # Re-resolve by name: the topic may come from another critic with other classes.

@@ -35,13 +35,22 @@ import scipy.sparse as sp
 from focused.learning import nb_bundle
 from focused.learning.calibration import HOLDOUT_FRACTION, fit_length_scale, stratified_split
 from focused.learning.modelfile import save_model
-from focused.learning.nb_bundle import FORMAT_VERSION, REBUILD_HINT, ModelError, read_critic_file
+from focused.learning.nb_bundle import FORMAT_VERSION, READABLE_VERSIONS, REBUILD_HINT, ModelError, read_critic_file
 from focused.learning.text import tokenize
 from focused.learning.topics import Topic, UnknownTopicError, Verdict, resolve_topic, topics_of
 from focused.learning.urlwords import MIN_PAGES, url_text, url_vocabulary
+from focused.learning.verdict_head import VerdictHead, train_head
 from focused.learning.wordtable import hashed_counts as _hash_texts
 
-__all__ = ["DEFAULT_ALPHA", "FORMAT_VERSION", "REBUILD_HINT", "Critic", "ModelError", "read_critic_file"]
+__all__ = [
+    "DEFAULT_ALPHA",
+    "FORMAT_VERSION",
+    "READABLE_VERSIONS",
+    "REBUILD_HINT",
+    "Critic",
+    "ModelError",
+    "read_critic_file",
+]
 
 #: Default additive (Lidstone) smoothing (chosen on 20 Newsgroups and WebKB, see :mod:`focused.learning.calibration`).
 DEFAULT_ALPHA = 0.1
@@ -76,6 +85,7 @@ class Critic:
         metadata: dict[str, Any] | None = None,
         examples: dict[str, list[str]] | None = None,
         url_words: Collection[str] | None = None,
+        head: VerdictHead | None = None,
     ) -> None:
         classes = [str(c) for c in classes]
         class_count = np.asarray(class_count, dtype=np.float64)
@@ -100,6 +110,8 @@ class Critic:
         self.metadata: dict[str, Any] = dict(metadata or {})
         self.examples: dict[str, list[str]] = {k: list(v) for k, v in (examples or {}).items()}
         self._class_index = {c: i for i, c in enumerate(classes)}
+        #: the discriminative verdict (:mod:`focused.learning.verdict_head`), ``None``: verdicts by naive Bayes
+        self.head = head
         self._rebuild()
 
     @property
@@ -136,6 +148,7 @@ class Critic:
         seed: int = 0,
         metadata: dict[str, Any] | None = None,
         examples: dict[str, list[str]] | None = None,
+        verdict_head: bool = False,
     ) -> Critic:
         """Fit a critic on page texts (already visible text) and their class names.
 
@@ -144,7 +157,8 @@ class Critic:
         refitted on all pages. Training statistics go to ``metadata["critic"]``.
         With ``urls`` (each page's URL) the critic has URL features: it learns from
         each page's text and URL words (those in ``url_min_pages`` URLs or more), and reads
-        them wherever a URL is given.
+        them wherever a URL is given. With ``verdict_head`` the critic also fits a discriminative verdict
+        on the same features (:mod:`focused.learning.verdict_head`), which :meth:`judge` then uses.
         """
         if isinstance(texts, str) or isinstance(labels, str):
             raise TypeError("texts and labels must be sequences of strings, not a string")
@@ -177,6 +191,9 @@ class Critic:
             else:
                 logger.warning("too few pages per class to hold some out: critic left uncalibrated")
         class_count, feature_count = _counts(X, y, len(classes))
+        head = train_head(X, y, len(classes), seed=seed) if verdict_head else None
+        if head is not None:
+            info["verdict_head"] = {"model": "logistic regression (one vs rest), tf-idf", "alpha": head.alpha}
         meta = dict(metadata or {})
         meta["critic"] = info
         return cls(
@@ -189,6 +206,7 @@ class Critic:
             metadata=meta,
             examples=examples,
             url_words=url_words,
+            head=head,
         )
 
     # ------------------------------------------------------------------ scoring
@@ -255,13 +273,27 @@ class Critic:
         idx = self._topic_indices(topic)
         return np.clip(self.posteriors(texts, urls)[:, idx].sum(axis=1), 0.0, 1.0)
 
+    def verdict_posteriors(self, texts: Sequence[str], urls: URLs = None) -> np.ndarray:
+        """Pr(c | page) of the verdict: the head's, or the calibrated naive Bayes posteriors without one."""
+        if self.head is None:
+            return self.posteriors(texts, urls)
+        return self.head.posteriors(self.transform(texts, urls))
+
     def judge(self, text: str, topic: Topic, *, url: str | None = None) -> Verdict:
-        """Relevance, best class and best three classes of one page (``url`` read with URL features)."""
-        post = self.posteriors([text], [url])[0]
-        relevance = float(np.clip(post[self._topic_indices(topic)].sum(), 0.0, 1.0))
+        """Relevance, best class and best three classes of one page (``url`` read with URL features).
+
+        With a verdict head these are the head's, and ``link_relevance`` is the naive Bayes Pr(topic | page),
+        the parent view of the page's links (module :mod:`focused.learning.verdict_head` says why).
+        """
+        X = self.transform([text], [url])
+        idx = self._topic_indices(topic)
+        nb = _softmax(self._joint(X, calibrated=True))[0]
+        post = nb if self.head is None else self.head.posteriors(X)[0]
+        relevance = float(np.clip(post[idx].sum(), 0.0, 1.0))
         order = np.argsort(-post, kind="stable")[:3]
         top = tuple(self.classes[i] for i in order)
-        return Verdict(relevance=relevance, predicted_class=top[0], top_classes=top)
+        link = None if self.head is None else float(np.clip(nb[idx].sum(), 0.0, 1.0))
+        return Verdict(relevance=relevance, predicted_class=top[0], top_classes=top, link_relevance=link)
 
     def _topic_indices(self, topic: Topic) -> np.ndarray:
         try:
@@ -303,12 +335,13 @@ class Critic:
     def load(cls, path: str | Path) -> Critic:
         """Read a naive Bayes critic written by :meth:`save` (:func:`~focused.learning.critic.load_critic`
         also reads cross-fitted critics); :class:`ModelError` for any other file."""
-        return read_critic_file(path, {cls.kind: (FORMAT_VERSION,)}, cls.from_bundle)
+        return read_critic_file(path, {cls.kind: READABLE_VERSIONS}, cls.from_bundle)
 
     def __repr__(self) -> str:
         scale = "uncalibrated" if self.length_scale is None else f"L_eff={self.length_scale:.3g}"
         urls = ", URL features" if self.url_features else ""
-        return f"<Critic nb: {len(self.classes)} classes, alpha={self.alpha:g}, {scale}{urls}>"
+        head = ", verdict head" if self.head is not None else ""
+        return f"<Critic nb: {len(self.classes)} classes, alpha={self.alpha:g}, {scale}{urls}{head}>"
 
 
 # ---------------------------------------------------------------------- helpers

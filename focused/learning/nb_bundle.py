@@ -19,6 +19,7 @@ import scipy.sparse as sp
 from focused.learning.modelfile import ModelFileError, read_model
 from focused.learning.text import tokenize
 from focused.learning.urlwords import url_text
+from focused.learning.verdict_head import VerdictHead
 
 if TYPE_CHECKING:
     from focused.learning.naive_bayes import Critic
@@ -26,6 +27,7 @@ if TYPE_CHECKING:
 __all__ = [
     "FORMAT_VERSION",
     "KIND",
+    "READABLE_VERSIONS",
     "REBUILD_HINT",
     "URL_SCHEME",
     "ModelError",
@@ -36,8 +38,10 @@ __all__ = [
 
 #: The bundle kind of a naive Bayes critic.
 KIND = "nb"
-#: Version of the ``kind="nb"`` bundle layout written by :meth:`Critic.save`.
-FORMAT_VERSION = 1
+#: Version of the ``kind="nb"`` bundle layout written by :meth:`Critic.save` (2: may hold a verdict head).
+FORMAT_VERSION = 2
+#: The versions this code reads (1: no verdict head).
+READABLE_VERSIONS = (1, 2)
 TOKENIZER_NAME = f"{tokenize.__module__}.{tokenize.__qualname__}"
 #: How a critic with URL features reads a page's URL (a model file naming another scheme is refused).
 URL_SCHEME = f"{url_text.__module__}.{url_text.__qualname__}/v1"
@@ -84,6 +88,7 @@ def bundle_of(critic: Critic) -> dict[str, Any]:
         else {"method": "length", "length_scale": critic.length_scale},
         "metadata": critic.metadata,
         "examples": critic.examples,
+        "verdict_head": None if critic.head is None else critic.head.to_bundle(),
     }
 
 
@@ -99,10 +104,10 @@ def critic_args(bundle: dict[str, Any]) -> dict[str, Any]:
         kind = bundle.get("kind") if isinstance(bundle, dict) else type(bundle).__name__
         raise ModelError(f"not a naive Bayes critic bundle (kind={kind!r}). {REBUILD_HINT}")
     version = bundle.get("format_version")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise ModelError(
             f"critic model format version {version!r} is not supported (this code reads "
-            f"version {FORMAT_VERSION}). {REBUILD_HINT}"
+            f"versions {', '.join(map(str, READABLE_VERSIONS))}). {REBUILD_HINT}"
         )
     try:
         features = bundle["features"]
@@ -112,12 +117,15 @@ def critic_args(bundle: dict[str, Any]) -> dict[str, Any]:
         feature_count = sp.csr_matrix((parts["data"], parts["indices"], parts["indptr"]), shape=tuple(parts["shape"]))
         feature_count.check_format(full_check=True)  # indices in range: a file is not trusted
         calibration = bundle.get("calibration") or {}
+        head = bundle.get("verdict_head") if version >= 2 else None
+        n_features = int(features["n_features"])
         return {
+            "head": None if head is None else VerdictHead.from_bundle(head, len(bundle["classes"]), n_features),
             "classes": bundle["classes"],
             "class_count": bundle["class_count"],
             "feature_count": feature_count,
             "alpha": bundle["alpha"],
-            "n_features": int(features["n_features"]),
+            "n_features": n_features,
             "length_scale": calibration.get("length_scale"),
             "metadata": bundle.get("metadata"),
             "examples": bundle.get("examples"),

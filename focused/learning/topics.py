@@ -61,6 +61,14 @@ class Verdict:
     relevance: float  #: Pr(topic | page), in [0, 1]
     predicted_class: str
     top_classes: tuple[str, ...]  #: the best three classes, best first
+    #: Pr(topic | page) as the parent view of the page's links, when it is not ``relevance``: a critic
+    #: with a verdict head (:mod:`focused.learning.verdict_head`) keeps its naive Bayes posterior for that
+    link_relevance: float | None = None
+
+    @property
+    def parent_view(self) -> float:
+        """The page's relevance as its links' priors read it: ``link_relevance`` or, without one, ``relevance``."""
+        return self.relevance if self.link_relevance is None else self.link_relevance
 
 
 def topics_of(classes: Sequence[str]) -> list[str]:

@@ -100,6 +100,7 @@ def prepare_wiki_track(
     force: bool = False,
     topics: Sequence[str] = DEFAULT_TOPICS,
     url_features: bool = True,
+    verdict_head: bool = False,
 ) -> WikiTrack:
     """Build (or reuse) the web, the cross-fitted critic and the seeds in ``out_dir``.
 
@@ -107,13 +108,14 @@ def prepare_wiki_track(
     :data:`~focused.wiki.web.SITE_VERSION`; the critic and seeds when missing, older, of another
     :data:`TRACK_VERSION` or topics, or when the web was rebuilt; all with ``force``.
     Every topic must resolve in the critic (``UnknownTopicError`` otherwise). With
-    ``url_features`` the critic reads the articles' URL words too (its own file and manifest).
+    ``url_features`` the critic reads the articles' URL words too, with ``verdict_head`` its folds judge
+    pages with a discriminative head (:mod:`focused.learning.verdict_head`); each its own file and manifest.
     """
     archive = Path(archive) if archive is not None else default_archive()
     out = Path(out_dir)
     wiki = load_wikispeedia(archive) if force or not web_up_to_date(out, archive) else None
     web = build_wiki_web(archive, out, force=force, wiki=wiki)
-    suffix = "-urls" if url_features else ""
+    suffix = ("-urls" if url_features else "") + ("-head" if verdict_head else "")
     critic_path = out / CRITIC_NAME.replace(".npz", f"{suffix}.npz")
     manifest = out / TRACK_MANIFEST.replace(".json", f"{suffix}.json")
     track = read_manifest(manifest)
@@ -122,7 +124,9 @@ def prepare_wiki_track(
     if force or stale or any(track.get(k) != v for k, v in wanted.items()):
         wiki = wiki or load_wikispeedia(archive)
         texts = page_texts(wiki)
-        critic = train_wiki_critic(wiki, folds=CRITIC_FOLDS, texts=texts, url_features=url_features)
+        critic = train_wiki_critic(
+            wiki, folds=CRITIC_FOLDS, texts=texts, url_features=url_features, verdict_head=verdict_head
+        )
         assert isinstance(critic, CrossFitCritic)
         for topic in topics:
             critic.resolve_topic(topic)
