@@ -59,21 +59,46 @@ class VerdictHead:
     idf_unseen: float
     alpha: float = DEFAULT_ALPHA
 
+    def __post_init__(self) -> None:
+        # per feature, its weights as (class, value) pairs: a page's scores are a gather and one bincount,
+        # with no sparse product (a page at a time, as the crawler judges, that is most of the cost)
+        by_feature = sp.csr_matrix(self.coef.T)
+        object.__setattr__(self, "_starts", by_feature.indptr[:-1].astype(np.int64))
+        object.__setattr__(self, "_lengths", np.diff(by_feature.indptr).astype(np.int64))
+        object.__setattr__(self, "_classes", by_feature.indices.astype(np.int64))
+        object.__setattr__(self, "_values", by_feature.data.astype(np.float64))
+        object.__setattr__(self, "_idf", np.where(self.idf > 0, self.idf, self.idf_unseen))
+
     def tfidf(self, X: sp.csr_matrix) -> sp.csr_matrix:
         """Sublinear tf (1 + log n), times idf, L2-normalised per row."""
-        M = sp.csr_matrix(X, dtype=np.float64, copy=True)
-        M.data = 1.0 + np.log(np.maximum(M.data, 1.0))
-        idf = self.idf[M.indices]
-        M.data *= np.where(idf > 0, idf, self.idf_unseen)
-        norms = np.sqrt(np.asarray(M.multiply(M).sum(axis=1)).ravel())
-        return sp.csr_matrix(sp.diags(1.0 / np.maximum(norms, 1e-12)) @ M)
+        X = sp.csr_matrix(X)
+        rows = np.repeat(np.arange(X.shape[0]), np.diff(X.indptr))
+        weights = self._weights(X, rows)
+        return sp.csr_matrix((weights, X.indices.copy(), X.indptr.copy()), shape=X.shape)
+
+    def _weights(self, X: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
+        weights = (1.0 + np.log(np.maximum(X.data.astype(np.float64), 1.0))) * self._idf[X.indices]
+        norms = np.sqrt(np.bincount(rows, weights=weights**2, minlength=X.shape[0]))
+        return weights / np.maximum(norms, 1e-12)[rows]
 
     def posteriors(self, X: sp.csr_matrix) -> np.ndarray:
         """Pr(c | page) of hashed counts ``X`` (n, n_features): rows sum to 1."""
-        scores = np.asarray((self.tfidf(X) @ self.coef.T).todense(), dtype=np.float64) + self.intercept[None, :]
+        X = sp.csr_matrix(X)
+        n, k = X.shape[0], len(self.intercept)
+        rows = np.repeat(np.arange(n), np.diff(X.indptr))
+        weights = self._weights(X, rows)
+        lengths = self._lengths[X.indices]  # each feature's weights, gathered for every entry of X
+        total = int(lengths.sum())
+        entry = np.repeat(np.arange(len(rows)), lengths)
+        offset = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        at = self._starts[X.indices][entry] + offset
+        scores = np.bincount(
+            rows[entry] * k + self._classes[at], weights=weights[entry] * self._values[at], minlength=n * k
+        ).reshape(n, k)
+        scores += self.intercept[None, :]
         prob = 1.0 / (1.0 + np.exp(-np.clip(scores, -500, 500)))
-        total = prob.sum(axis=1, keepdims=True)
-        return np.where(total > 0, prob / np.maximum(total, 1e-300), 1.0 / prob.shape[1])
+        total_prob = prob.sum(axis=1, keepdims=True)
+        return np.where(total_prob > 0, prob / np.maximum(total_prob, 1e-300), 1.0 / k)
 
     # ------------------------------------------------------------------ model files
 
