@@ -27,7 +27,7 @@ for one-vs-rest (each class's sigmoid, normalised over the classes).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -58,6 +58,12 @@ class VerdictHead:
     idf: np.ndarray  # (n_features,) float64, 0 for a feature no training page had
     idf_unseen: float
     alpha: float = DEFAULT_ALPHA
+    # derived in __post_init__: each feature's weights as (class, value) pairs, and the idf of every feature
+    _starts: np.ndarray = field(init=False, repr=False)
+    _lengths: np.ndarray = field(init=False, repr=False)
+    _classes: np.ndarray = field(init=False, repr=False)
+    _values: np.ndarray = field(init=False, repr=False)
+    _idf: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         # per feature, its weights as (class, value) pairs: a page's scores are a gather and one bincount,
