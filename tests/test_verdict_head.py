@@ -150,4 +150,8 @@ def test_cross_fitted_critics_judge_with_their_folds_heads(
     expected = fold.judge(train[0], fold.resolve_topic("rec"), url=urls[0])
     assert verdict.relevance == pytest.approx(expected.relevance)
     assert verdict.link_relevance == pytest.approx(expected.link_relevance)
+    rows = crossfit.verdict_posteriors(train[:6], urls[:6])
+    for text, url, row in zip(train[:6], urls[:6], rows, strict=True):
+        own = crossfit.folds[crossfit.fold_of(url)]
+        assert row[[crossfit.classes.index(c) for c in own.classes]] == pytest.approx(own.verdict_posteriors([text])[0])
     assert CrossFitCritic.train(train, labels, urls, k=2).judge(test[0], topic).link_relevance is None

@@ -118,4 +118,7 @@ def run_train_wiki_critic(args: argparse.Namespace) -> int:
         folds = train_wiki_critic(wiki, taxonomy=taxonomy, texts=texts, folds=5, **kw)
         accuracy = cross_validate(wiki, folds, taxonomy=taxonomy, texts=texts)  # type: ignore[arg-type]
         print(f"5-fold cross-fitted top-1 accuracy: {accuracy:.3f}")
+        if kw["verdict_head"]:
+            accuracy = cross_validate(wiki, folds, taxonomy=taxonomy, texts=texts, verdicts=True)  # type: ignore[arg-type]
+            print(f"5-fold cross-fitted top-1 accuracy of the verdict heads: {accuracy:.3f}")
     return 0

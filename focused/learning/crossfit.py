@@ -119,6 +119,10 @@ class CrossFitCritic:
         """
         return self._by_fold(texts, urls, "snippet_posteriors")
 
+    def verdict_posteriors(self, texts: Sequence[str], urls: Sequence[str | None] | None = None) -> np.ndarray:
+        """The verdicts' Pr(c | page), each page by its fold's critic (its head's, or naive Bayes without one)."""
+        return self._by_fold(texts, urls, "verdict_posteriors")
+
     def snippet_relevance(
         self, texts: Sequence[str], topic: Topic, urls: Sequence[str | None] | None = None
     ) -> np.ndarray:
@@ -155,7 +159,7 @@ class CrossFitCritic:
         idx = self._indices(topic)
         nb = self.posteriors([text], [url])[0]
         heads = any(critic.head is not None for critic in self.folds)
-        post = self._by_fold([text], [url], "verdict_posteriors")[0] if heads else nb
+        post = self.verdict_posteriors([text], [url])[0] if heads else nb
         order = np.argsort(-post, kind="stable")[:3]
         top = tuple(self.classes[i] for i in order)
         relevance = float(np.clip(post[idx].sum(), 0.0, 1.0))

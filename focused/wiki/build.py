@@ -132,6 +132,8 @@ def prepare_wiki_track(
             critic.resolve_topic(topic)
         accuracy = cross_validate(wiki, critic, texts=texts)
         critic.metadata["crossfit"]["accuracy"] = accuracy
+        if verdict_head:
+            critic.metadata["crossfit"]["verdict_accuracy"] = cross_validate(wiki, critic, texts=texts, verdicts=True)
         critic.save(critic_path)
         seeds = {t: [render.article_url(a) for a in seed_articles(wiki, t)] for t in topics}
         track = {**wanted, "seeds": seeds, "crossfit_accuracy": accuracy}

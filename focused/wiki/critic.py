@@ -110,15 +110,21 @@ def cross_validate(
     *,
     taxonomy: Taxonomy | None = None,
     texts: Mapping[str, str] | None = None,
+    verdicts: bool = False,
 ) -> float:
     """Top-1 accuracy of a cross-fitted critic over the categorised articles, each by its held-out model.
 
-    A prediction is correct when it is one of the article's classes.
+    A prediction is correct when it is one of the article's classes. With ``verdicts``, of the
+    verdicts (the folds' verdict heads, :mod:`focused.learning.verdict_head`) rather than naive Bayes.
     """
     taxonomy = taxonomy or build_taxonomy(wiki.categories)
     texts = texts if texts is not None else page_texts(wiki, rendered=critic.metadata.get("text") != "plain")
     names = [name for name, cats in wiki.categories.items() if cats]
     urls = [render.article_url(name) for name in names]
-    predicted = critic.predict([texts[n] for n in names], urls)
+    if verdicts:
+        post = critic.verdict_posteriors([texts[n] for n in names], urls)
+        predicted = [critic.classes[int(i)] for i in post.argmax(axis=1)]
+    else:
+        predicted = critic.predict([texts[n] for n in names], urls)
     hits = [p in taxonomy.classes_of(wiki.categories[n]) for p, n in zip(predicted, names, strict=True)]
     return float(np.mean(hits))
