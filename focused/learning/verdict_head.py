@@ -58,21 +58,23 @@ class VerdictHead:
     idf: np.ndarray  # (n_features,) float64, 0 for a feature no training page had
     idf_unseen: float
     alpha: float = DEFAULT_ALPHA
-    # derived in __post_init__: each feature's weights as (class, value) pairs, and the idf of every feature
-    _starts: np.ndarray = field(init=False, repr=False)
-    _lengths: np.ndarray = field(init=False, repr=False)
-    _classes: np.ndarray = field(init=False, repr=False)
-    _values: np.ndarray = field(init=False, repr=False)
+    # derived in __post_init__: the features that have a weight, each one's row in a dense block of their
+    # weights (n_used, n_classes), and the idf of every feature
+    _slot: np.ndarray = field(init=False, repr=False)
+    _dense: np.ndarray = field(init=False, repr=False)
     _idf: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        # per feature, its weights as (class, value) pairs: a page's scores are a gather and one bincount,
-        # with no sparse product (a page at a time, as the crawler judges, that is most of the cost)
-        by_feature = sp.csr_matrix(self.coef.T)
-        object.__setattr__(self, "_starts", by_feature.indptr[:-1].astype(np.int64))
-        object.__setattr__(self, "_lengths", np.diff(by_feature.indptr).astype(np.int64))
-        object.__setattr__(self, "_classes", by_feature.indices.astype(np.int64))
-        object.__setattr__(self, "_values", by_feature.data.astype(np.float64))
+        # a page's scores are then one sparse-times-dense product over its weighted features; a sparse product
+        # with the (n_classes, n_features) weights cost 1 ms a page, a gather of (class, value) pairs 0.4 ms
+        # with 105 classes. The block holds 50,000 features x 105 classes in 21 MB for the Wikipedia critic.
+        used = np.unique(self.coef.indices)
+        slot = np.full(self.coef.shape[1], -1, dtype=np.int64)
+        slot[used] = np.arange(len(used))
+        object.__setattr__(self, "_slot", slot)
+        # C order: scipy ravels the dense operand of a product, which copies an F-ordered one every call
+        dense = np.ascontiguousarray(self.coef[:, used].T.toarray(), dtype=np.float32)
+        object.__setattr__(self, "_dense", dense)
         object.__setattr__(self, "_idf", np.where(self.idf > 0, self.idf, self.idf_unseen))
 
     def tfidf(self, X: sp.csr_matrix) -> sp.csr_matrix:
@@ -92,19 +94,16 @@ class VerdictHead:
         X = sp.csr_matrix(X)
         n, k = X.shape[0], len(self.intercept)
         rows = np.repeat(np.arange(n), np.diff(X.indptr))
-        weights = self._weights(X, rows)
-        lengths = self._lengths[X.indices]  # each feature's weights, gathered for every entry of X
-        total = int(lengths.sum())
-        entry = np.repeat(np.arange(len(rows)), lengths)
-        offset = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        at = self._starts[X.indices][entry] + offset
-        scores = np.bincount(
-            rows[entry] * k + self._classes[at], weights=weights[entry] * self._values[at], minlength=n * k
-        ).reshape(n, k)
-        scores += self.intercept[None, :]
+        weights = self._weights(X, rows)  # over every feature of the page: the norm counts them all
+        slots = self._slot[X.indices]
+        keep = slots >= 0
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=n))])
+        # float32 as the block: a float64 matrix would make scipy copy the whole block to float64 every call
+        weighted = sp.csr_matrix((weights[keep].astype(np.float32), slots[keep], indptr), shape=(n, len(self._dense)))
+        scores = np.asarray(weighted @ self._dense, dtype=np.float64) + self.intercept[None, :]
         prob = 1.0 / (1.0 + np.exp(-np.clip(scores, -500, 500)))
-        total_prob = prob.sum(axis=1, keepdims=True)
-        return np.where(total_prob > 0, prob / np.maximum(total_prob, 1e-300), 1.0 / k)
+        total = prob.sum(axis=1, keepdims=True)
+        return np.where(total > 0, prob / np.maximum(total, 1e-300), 1.0 / k)
 
     # ------------------------------------------------------------------ model files
 
