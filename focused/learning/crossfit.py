@@ -157,9 +157,14 @@ class CrossFitCritic:
         """Judge one page with the model whose held-out fold holds ``url`` (with verdict heads: as
         :meth:`Critic.judge <focused.learning.naive_bayes.Critic.judge>`)."""
         idx = self._indices(topic)
-        nb = self.posteriors([text], [url])[0]
         heads = any(critic.head is not None for critic in self.folds)
-        post = self.verdict_posteriors([text], [url])[0] if heads else nb
+        if url is None:  # no fold is blind to it: the folds' mean
+            nb = self.posteriors([text], [url])[0]
+            post = self.verdict_posteriors([text], [url])[0] if heads else nb
+        else:  # one reading of the page by the fold blind to it, for both posteriors
+            f = self.fold_of(url)
+            nb, post = np.zeros(len(self.classes)), np.zeros(len(self.classes))
+            nb[self._columns[f]], post[self._columns[f]] = self.folds[f].judge_posteriors(text, url)
         order = np.argsort(-post, kind="stable")[:3]
         top = tuple(self.classes[i] for i in order)
         relevance = float(np.clip(post[idx].sum(), 0.0, 1.0))

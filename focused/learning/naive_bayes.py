@@ -279,16 +279,21 @@ class Critic:
             return self.posteriors(texts, urls)
         return self.head.posteriors(self.transform(texts, urls))
 
+    def judge_posteriors(self, text: str, url: str | None = None) -> tuple[np.ndarray, np.ndarray]:
+        """One page's calibrated naive Bayes posteriors and its verdict's (the head's, or the same array
+        without one), from one reading of the page."""
+        X = self.transform([text], [url])
+        nb = _softmax(self._joint(X, calibrated=True))[0]
+        return nb, nb if self.head is None else self.head.posteriors(X)[0]
+
     def judge(self, text: str, topic: Topic, *, url: str | None = None) -> Verdict:
         """Relevance, best class and best three classes of one page (``url`` read with URL features).
 
         With a verdict head these are the head's, and ``link_relevance`` is the naive Bayes Pr(topic | page),
         the parent view of the page's links (module :mod:`focused.learning.verdict_head` says why).
         """
-        X = self.transform([text], [url])
         idx = self._topic_indices(topic)
-        nb = _softmax(self._joint(X, calibrated=True))[0]
-        post = nb if self.head is None else self.head.posteriors(X)[0]
+        nb, post = self.judge_posteriors(text, url)
         relevance = float(np.clip(post[idx].sum(), 0.0, 1.0))
         order = np.argsort(-post, kind="stable")[:3]
         top = tuple(self.classes[i] for i in order)
