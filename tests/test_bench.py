@@ -95,6 +95,9 @@ def test_summary_gap_closure_loss_reduction_and_noise(tmp_path):
     assert "| apprentice | 50.0 |" in text
     assert "gap closure" in text and "+0.40" in text
     assert "loss reduction" in text and "switched in at page" in text
+    assert "Settings of every crawl" not in text
+    result["config"]["settings"] = {"FOCUSED_APPRENTICE_BINNING": "fixed"}  # a run with --set says so
+    assert "Settings of every crawl: `FOCUSED_APPRENTICE_BINNING=fixed`." in markdown(result).splitlines()[0]
     paths = plot(result, tmp_path)
     assert paths and paths[0].stat().st_size > 1000
 

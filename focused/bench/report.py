@@ -91,6 +91,8 @@ def markdown(result: dict[str, Any]) -> str:
         f"Budget {cfg['budget']} pages; strategies {', '.join(cfg['strategies'])}; "
         f"{cfg['repeats']} run(s) per best-first case; wall time {result.get('seconds', '?')} s."
     )
+    if cfg.get("settings"):  # --set: every crawl of the run had these
+        lines[-1] += " Settings of every crawl: " + ", ".join(f"`{k}={v}`" for k, v in cfg["settings"].items()) + "."
     failed = [r for r in result["runs"] if not r["ok"]]
     if failed:
         lines.append(
