@@ -159,6 +159,9 @@ FOCUSED_APPRENTICE_SIBLINGS_SPREAD = 2.0
 #: Each region of a page (a list, the links under one heading: focused.learning.regions) is a source of
 #: its own in the sibling feedback, rather than the whole page (bench variant regions).
 FOCUSED_APPRENTICE_SIBLINGS_REGIONS = False
+#: The sibling term lowers links too (a source whose judged children were off topic more often than the
+#: crawl's pages); False: it only lifts (bench variant lift).
+FOCUSED_APPRENTICE_SIBLINGS_LOWER = True
 #: With an exploration bonus or sibling feedback, the waiting URLs are re-scored every this many
 #: pages, the learner's batches aside (bench variant apprentice:refreshN).
 FOCUSED_APPRENTICE_REFRESH_PAGES = 50

@@ -249,6 +249,7 @@ class CrawlRuntime:
             self.settings.getbool("FOCUSED_APPRENTICE_SIBLINGS_LEARNED", False),
             self.settings.getfloat("FOCUSED_APPRENTICE_SIBLINGS_SPREAD", 2.0),
             self.settings.getbool("FOCUSED_APPRENTICE_SIBLINGS_REGIONS", False),
+            self.settings.getbool("FOCUSED_APPRENTICE_SIBLINGS_LOWER", True),
         )
 
     def judge(self, url: str, text: str) -> Verdict:

@@ -260,6 +260,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_APPRENTICE_SIBLINGS_LEARNED": boolean(),
     "FOCUSED_APPRENTICE_SIBLINGS_SPREAD": number(0),
     "FOCUSED_APPRENTICE_SIBLINGS_REGIONS": boolean(),
+    "FOCUSED_APPRENTICE_SIBLINGS_LOWER": boolean(),
     "FOCUSED_APPRENTICE_REFRESH_PAGES": whole(1),
     "FOCUSED_APPRENTICE_REFRESH_UNTIL": whole(0, note="0: the whole crawl"),
     "FOCUSED_APPRENTICE_BINNING": choice(("equal-prob", "fixed"), "binning"),

@@ -126,6 +126,11 @@ def test_feedback_per_region_turns_to_the_list_whose_leaves_were_on_topic(lists)
     # both lists are one page's: its term lifts or lowers all its leaves alike, and they are fetched in
     # the order found (the cooking list first); per region, the sport list once a few of each were judged
     assert sport[1] >= sport[0] + 10, sport
+    # lifting only, nothing turns the crawl away from the cooking list: its leaves keep the prior's order
+    lifting = crawl(
+        lists, "region-lift", FOCUSED_APPRENTICE_SIBLINGS_REGIONS=True, FOCUSED_APPRENTICE_SIBLINGS_LOWER=False
+    )
+    assert sum("/b/" in u for u in lifting) < sport[1], (lifting, sport)
 
 
 def test_region_counts_survive_a_checkpoint_and_the_bench_variant_sets_them():

@@ -16,9 +16,9 @@ def anchor_critic(texts, urls):
     return np.full(len(texts), 0.3)
 
 
-def side_online(siblings=0.0, **kw):
+def side_online(siblings=0.0, lower=True, **kw):
     learner = Apprentice(min_instances=4, binning="fixed", n_features=2**16, n_side=2)
-    feedback = SiblingFeedback(siblings) if siblings else None
+    feedback = SiblingFeedback(siblings, lower=lower) if siblings else None
     return OnlineApprentice(learner, d_max=3, snippet_critic=anchor_critic, siblings=feedback, **kw)
 
 
@@ -57,6 +57,10 @@ def test_the_term_follows_the_judged_children_of_the_source():
     stronger = SiblingFeedback(weight=2.0, pseudo_count=2.0)
     stronger.restore_arrays(s.state_arrays())  # the checkpoint keeps every count
     assert stronger.term(np.array([hub]))[0] == pytest.approx(2 * hub_term)
+    lifting = SiblingFeedback(weight=1.0, pseudo_count=2.0, lower=False)  # the term only lifts
+    lifting.restore_arrays(s.state_arrays())
+    for tags in ([hub, dull, unknown], [hub, dull, unknown] * 2000):  # looked up source by source, and by table
+        assert lifting.term(np.array(tags))[:3].tolist() == pytest.approx([hub_term, 0.0, 0.0])
     assert 0 < source_tag(HUB) < 2**24 and float(np.float32(source_tag(HUB))) == source_tag(HUB)
     with pytest.raises(ValueError, match="weight"):
         SiblingFeedback(weight=0.0)
@@ -74,6 +78,9 @@ def test_a_hubs_waiting_links_rise_above_a_dull_pages_once_the_frontier_is_resco
     prior = app.prior(np.stack([hub_waiting[0].side[:2]]))[0]
     assert hub_p is not None and dull_p is not None and hub_p > dull_p
     assert app.score([hub_waiting[0]])[0] > prior > app.score([dull_waiting[0]])[0]
+    lifting = side_online(siblings=1.0, lower=False)  # lift only: the dull page's links keep the prior's score
+    fetch_children(lifting, HUB, 0.9)
+    assert lifting.score(fetch_children(lifting, DULL, 0.05))[:1] == pytest.approx([prior])
     # a waiting URL linked from both takes the better parent
     assert app.rescore([[dull_waiting[1], hub_waiting[1]]]) == [hub_p]
     # off: payloads carry the two views only and the prior's priorities stand
@@ -125,6 +132,19 @@ def test_the_sibling_variants_set_the_settings():
         "FOCUSED_APPRENTICE_REFRESH_UNTIL": 0,
     }
     assert isinstance(settings["FOCUSED_APPRENTICE_REFRESH_PAGES"], int)
+    assert split_strategy("apprentice:lift") == ("apprentice", {"FOCUSED_APPRENTICE_SIBLINGS_LOWER": False})
+
+
+def test_the_crawlers_sibling_term_lowers_links_unless_told_to_lift_only():
+    from scrapy.settings import Settings
+
+    from focused.runtime import CrawlRuntime
+
+    for given, lower in (({}, True), ({"FOCUSED_APPRENTICE_SIBLINGS_LOWER": False}, False)):
+        settings = Settings({"FOCUSED_TOPIC": "course", "FOCUSED_STRATEGY": "apprentice", **given})
+        settings.setmodule("focused.settings", priority="default")
+        siblings = CrawlRuntime(settings)._siblings()
+        assert siblings is not None and siblings.lower is lower and siblings.spread_scale == 2.0
 
 
 @pytest.fixture(scope="module")

@@ -90,6 +90,8 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "learned": {"FOCUSED_APPRENTICE_SIBLINGS_LEARNED": True},
     # sibling feedback per region of a page (a list, the links under a heading), not per page
     "regions": {"FOCUSED_APPRENTICE_SIBLINGS_REGIONS": True},  # K counts Pr(c*|page), not a thresholded verdict
+    # the sibling term only lifts links, never lowers them (apprentice:lift)
+    "lift": {"FOCUSED_APPRENTICE_SIBLINGS_LOWER": False},
 }
 
 

@@ -15,8 +15,11 @@ relevance of every page judged in the crawl (smoothed) and ``m`` the
 pseudo-count that shrinks a page of few judged children towards it. A page none
 of whose children has been judged gets 0; one whose judged children were on
 topic more often than the crawl's pages gets a positive term; a waiting URL of
-several parents takes the best. The term moves priorities only when the
-frontier is re-scored (every ``refresh`` pages, see the crawler's feedback loop).
+several parents takes the best. With ``lower=False`` the term only lifts: a page
+whose judged children were off topic more often than the crawl's pages gets 0,
+not a negative term (measured in the README's Results: a wash against the
+default). The term moves priorities only when the frontier is re-scored (every
+``refresh`` pages, see the crawler's feedback loop).
 
 With ``expected``, u's children are compared with what the critic's views of
 their links predicted instead of with the crawl's mean: ``p̄`` becomes
@@ -155,6 +158,9 @@ class SiblingFeedback:
     regions
         Each region of a page (a list, a section: :mod:`focused.learning.regions`) is a source of
         its own; the payloads' makers read this flag and tag links by region.
+    lower
+        Let the term lower links too (a source whose judged children were off topic more often than the
+        crawl's pages), the default; ``False``: it only lifts. ``learned`` fits its weight on the two-sided term.
     """
 
     def __init__(
@@ -165,6 +171,7 @@ class SiblingFeedback:
         learned: bool = False,
         spread_scale: float = 0.0,
         regions: bool = False,
+        lower: bool = True,
     ) -> None:
         if not weight > 0:
             raise ValueError(f"the sibling weight must be > 0, got {weight}")
@@ -175,6 +182,7 @@ class SiblingFeedback:
         self.expected = bool(expected)
         self.spread_scale = float(spread_scale)
         self.regions = bool(regions)  # read by the payloads' makers: tag each link with its region
+        self.lower = bool(lower)
         #: tag -> [n judged children, sum of their relevance, sum of the prior's scores of their links,
         #: the spread of the critic's anchor logits over the source's links]
         self._children: dict[int, list[float]] = {}
@@ -283,7 +291,7 @@ class SiblingFeedback:
             return out
         if len(tags) <= _FEW:  # a page's own links (one source): dict look-ups, no sorted table to rebuild
             units = {tag: self._unit_term(tag) for tag in set(tags.tolist())}
-            return weight * np.array([units[tag] for tag in tags.tolist()], dtype=np.float64)
+            return self._signed(weight * np.array([units[tag] for tag in tags.tolist()], dtype=np.float64))
         keys, counts = self._sorted()
         at = np.clip(np.searchsorted(keys, tags), 0, len(keys) - 1)
         known = keys[at] == tags
@@ -294,7 +302,11 @@ class SiblingFeedback:
         q = np.clip((total + m * p) / (n + m), _EPS, 1.0 - _EPS)
         base = np.clip((prior + m * p) / (n + m), _EPS, 1.0 - _EPS) if self.expected else p
         out[known] = weight * (np.log(q / (1.0 - q)) - np.log(base / (1.0 - base))) * self._damping(spread)
-        return out
+        return self._signed(out)
+
+    def _signed(self, terms: np.ndarray) -> np.ndarray:
+        """The terms as served: negative ones kept only with ``lower``."""
+        return terms if self.lower else np.maximum(terms, 0.0)
 
     def _damping(self, spread: np.ndarray) -> np.ndarray:
         """1 / (1 + (σ_u / s)²) of sources of anchor spread σ_u; 1 without ``spread_scale``."""
