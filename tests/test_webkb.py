@@ -55,10 +55,23 @@ def test_baseline_crawl_of_cornell(store, tmp_path):
     assert 0 < stats["focused/harvest_rate"] < 1
 
 
+LOG_EVERY_20 = ("--set", "FOCUSED_LOG_EVERY=20")
+
+
 def test_demo_command_prints_harvest_and_loss(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
     proc = subprocess.run(
-        [sys.executable, "-m", "focused", "demo", "--pages", "60", "--db", str(tmp_path / "demo.sqlite")],
+        [
+            sys.executable,
+            "-m",
+            "focused",
+            "demo",
+            "--pages",
+            "60",
+            "--db",
+            str(tmp_path / "demo.sqlite"),
+            *LOG_EVERY_20,
+        ],
         cwd=PROJECT_ROOT,
         env=env,
         capture_output=True,
@@ -68,4 +81,5 @@ def test_demo_command_prints_harvest_and_loss(tmp_path):
     )
     assert proc.returncode == 0, proc.stdout[-2000:] + proc.stderr[-2000:]
     assert "critic harvest" in proc.stdout and "true harvest" in proc.stdout
-    assert "pages=50 harvest=" in proc.stdout  # progress in the log every 50 pages
+    assert "pages=40 harvest=" in proc.stdout  # progress in the log every 20 pages (--set), not 50
+    assert "pages=50 harvest=" not in proc.stdout

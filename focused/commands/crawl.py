@@ -33,7 +33,41 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pages", type=positive_int, default=300, help="page budget (default: 300)")
     parser.add_argument("--model", default="models/webkb-pagetype.npz", help="critic model")
     parser.add_argument("--db", help="crawl database to write (default: crawls/demo-TOPIC-STRATEGY.sqlite)")
+    parser.add_argument(
+        "-s",
+        "--set",
+        action="append",
+        default=[],
+        metavar="NAME=VALUE",
+        help="a Scrapy/FOCUSED_* setting for the crawl (repeatable), e.g. -s FOCUSED_APPRENTICE_SIBLINGS_LOWER=False",
+    )
     parser.set_defaults(func=run)
+
+
+def demo_settings(items: list[str], spider_args: dict[str, str]) -> dict[str, str]:
+    """The ``--set NAME=VALUE`` items, checked as the crawl will check them with its ``-a`` arguments
+    ``spider_args`` (one-line :class:`CommandError`)."""
+    from scrapy.settings import Settings
+
+    from focused.errors import ConfigError
+    from focused.validation import validate
+
+    extra: dict[str, str] = {}
+    if not items:
+        return extra
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise CommandError(f"--set takes NAME=VALUE, not {item!r}")
+        extra[name.strip()] = value
+    settings = Settings()
+    settings.setmodule("focused.settings", priority="project")
+    settings.update(extra, priority="cmdline")
+    try:
+        validate(settings, spider_args)
+    except ConfigError as exc:
+        raise CommandError(f"--set {exc}") from None
+    return extra
 
 
 def run(args: argparse.Namespace) -> int:
@@ -53,6 +87,8 @@ def run(args: argparse.Namespace) -> int:
         topic = critic.resolve_topic(args.topic)
     except ValueError as exc:  # ModelError, UnknownTopicError
         raise CommandError(str(exc)) from exc
+    spider_args = {"topic": args.topic, "strategy": args.strategy, "seeds": args.seeds, "model": str(model)}
+    extra = demo_settings(args.set, spider_args)
     print(f"Loading the replay store from {archive} ...")
     try:
         store = open_store(archive)
@@ -76,7 +112,7 @@ def run(args: argparse.Namespace) -> int:
             db=db,
             max_pages=args.pages,
             labels=labels,
-            settings={"FOCUSED_LOG_EVERY": 50},
+            settings={"FOCUSED_LOG_EVERY": 50, **extra},
         )
         result = run_crawl(spec, stream=True)
         if result.returncode != 0:
