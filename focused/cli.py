@@ -44,6 +44,22 @@ class OneLineParser(argparse.ArgumentParser):
         self.exit(1, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
+def add_set_option(parser: argparse.ArgumentParser, help: str) -> None:
+    """A repeatable ``-s/--set NAME=VALUE`` option (read with :func:`setting_items`)."""
+    parser.add_argument("-s", "--set", action="append", default=[], metavar="NAME=VALUE", help=help)
+
+
+def setting_items(items: Sequence[str]) -> dict[str, str]:
+    """``--set NAME=VALUE`` items as a dict; :class:`CommandError` (one line) on an item that is not NAME=VALUE."""
+    out: dict[str, str] = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name.strip():
+            raise CommandError(f"--set takes NAME=VALUE, not {item!r}")
+        out[name.strip()] = value
+    return out
+
+
 def positive_int(text: str) -> int:
     """An argparse ``type``: a whole number of at least 1 (else argparse's one-line usage error)."""
     try:

@@ -16,6 +16,8 @@ import logging
 import sys
 from pathlib import Path
 
+from focused.cli import add_set_option, setting_items
+
 logger = logging.getLogger(__name__)
 
 
@@ -85,14 +87,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "(default: course,student,faculty,project on WebKB, the 8 bench topics on wiki)",
     )
     parser.add_argument("--out", help="results folder (default: results/)")
-    parser.add_argument(
-        "-s",
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="extra Scrapy/FOCUSED_* setting for every crawl (repeatable)",
-    )
+    add_set_option(parser, "extra Scrapy/FOCUSED_* setting for every crawl (repeatable)")
     parser.set_defaults(func=run)
 
 
@@ -137,12 +132,7 @@ def _run(args: argparse.Namespace) -> int:
     from focused.corpora.webkb import default_archive
 
     out = Path(args.out) if args.out else default_out()
-    extra = {}
-    for item in args.set:
-        if "=" not in item:
-            raise ValueError(f"--set takes NAME=VALUE, not {item!r}")
-        key, value = item.split("=", 1)
-        extra[key] = value
+    extra = setting_items(args.set)
     strategies = tuple(s for s in args.strategies.split(",") if s) + (PARENT_STUDY if args.parent_study else ())
     check_strategies(strategies)
     for flag, value in (("--budget", args.budget), ("--jobs", args.jobs), ("--repeats", args.repeats)):

@@ -12,7 +12,7 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from focused.cli import CommandError, positive_int
+from focused.cli import CommandError, add_set_option, positive_int, setting_items
 
 DEMO_SEED = "http://www.cs.cornell.edu/"
 
@@ -33,13 +33,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--pages", type=positive_int, default=300, help="page budget (default: 300)")
     parser.add_argument("--model", default="models/webkb-pagetype.npz", help="critic model")
     parser.add_argument("--db", help="crawl database to write (default: crawls/demo-TOPIC-STRATEGY.sqlite)")
-    parser.add_argument(
-        "-s",
-        "--set",
-        action="append",
-        default=[],
-        metavar="NAME=VALUE",
-        help="a Scrapy/FOCUSED_* setting for the crawl (repeatable), e.g. -s FOCUSED_APPRENTICE_SIBLINGS_LOWER=False",
+    add_set_option(
+        parser, "a Scrapy/FOCUSED_* setting for the crawl (repeatable), e.g. -s FOCUSED_APPRENTICE_SIBLINGS_LOWER=False"
     )
     parser.set_defaults(func=run)
 
@@ -52,14 +47,9 @@ def demo_settings(items: list[str], spider_args: dict[str, str]) -> dict[str, st
     from focused.errors import ConfigError
     from focused.validation import validate
 
-    extra: dict[str, str] = {}
-    if not items:
+    extra = setting_items(items)
+    if not extra:
         return extra
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name.strip():
-            raise CommandError(f"--set takes NAME=VALUE, not {item!r}")
-        extra[name.strip()] = value
     settings = Settings()
     settings.setmodule("focused.settings", priority="project")
     settings.update(extra, priority="cmdline")
