@@ -27,7 +27,7 @@ import numpy as np
 
 from focused.learning.modelfile import save_model
 from focused.learning.naive_bayes import Critic, ModelError, read_critic_file
-from focused.learning.topics import Topic, Verdict, resolve_topic, topics_of
+from focused.learning.topics import Topic, Verdict, resolve_topic, topics_of, verdict_of
 from focused.replay.urlnorm import normalize_url
 
 __all__ = ["FORMAT_VERSION", "CrossFitCritic", "fold_of"]
@@ -165,11 +165,7 @@ class CrossFitCritic:
             f = self.fold_of(url)
             nb, post = np.zeros(len(self.classes)), np.zeros(len(self.classes))
             nb[self._columns[f]], post[self._columns[f]] = self.folds[f].judge_posteriors(text, url)
-        order = np.argsort(-post, kind="stable")[:3]
-        top = tuple(self.classes[i] for i in order)
-        relevance = float(np.clip(post[idx].sum(), 0.0, 1.0))
-        link = float(np.clip(nb[idx].sum(), 0.0, 1.0)) if heads else None
-        return Verdict(relevance=relevance, predicted_class=top[0], top_classes=top, link_relevance=link)
+        return verdict_of(post, self.classes, idx, nb if heads else None)
 
     def _indices(self, topic: Topic) -> np.ndarray:
         # Re-resolve by name: the topic may come from another critic with other classes.

@@ -37,7 +37,7 @@ from focused.learning.calibration import HOLDOUT_FRACTION, fit_length_scale, str
 from focused.learning.modelfile import save_model
 from focused.learning.nb_bundle import FORMAT_VERSION, READABLE_VERSIONS, REBUILD_HINT, ModelError, read_critic_file
 from focused.learning.text import tokenize
-from focused.learning.topics import Topic, UnknownTopicError, Verdict, resolve_topic, topics_of
+from focused.learning.topics import Topic, UnknownTopicError, Verdict, resolve_topic, topics_of, verdict_of
 from focused.learning.urlwords import MIN_PAGES, url_text, url_vocabulary
 from focused.learning.verdict_head import VerdictHead, train_head
 from focused.learning.wordtable import hashed_counts as _hash_texts
@@ -292,13 +292,8 @@ class Critic:
         With a verdict head these are the head's, and ``link_relevance`` is the naive Bayes Pr(topic | page),
         the parent view of the page's links (module :mod:`focused.learning.verdict_head` says why).
         """
-        idx = self._topic_indices(topic)
         nb, post = self.judge_posteriors(text, url)
-        relevance = float(np.clip(post[idx].sum(), 0.0, 1.0))
-        order = np.argsort(-post, kind="stable")[:3]
-        top = tuple(self.classes[i] for i in order)
-        link = None if self.head is None else float(np.clip(nb[idx].sum(), 0.0, 1.0))
-        return Verdict(relevance=relevance, predicted_class=top[0], top_classes=top, link_relevance=link)
+        return verdict_of(post, self.classes, self._topic_indices(topic), None if self.head is None else nb)
 
     def _topic_indices(self, topic: Topic) -> np.ndarray:
         try:

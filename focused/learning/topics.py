@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-__all__ = ["MAX_LISTED_TOPICS", "Topic", "UnknownTopicError", "Verdict", "resolve_topic", "topics_of"]
+__all__ = ["MAX_LISTED_TOPICS", "Topic", "UnknownTopicError", "Verdict", "resolve_topic", "topics_of", "verdict_of"]
 
 #: Topics listed in an :class:`UnknownTopicError` message before abbreviating.
 MAX_LISTED_TOPICS = 40
@@ -69,6 +69,19 @@ class Verdict:
     def parent_view(self) -> float:
         """The page's relevance as its links' priors read it: ``link_relevance`` or, without one, ``relevance``."""
         return self.relevance if self.link_relevance is None else self.link_relevance
+
+
+def verdict_of(
+    post: np.ndarray, classes: Sequence[str], indices: np.ndarray, link_post: np.ndarray | None = None
+) -> Verdict:
+    """The verdict of one page from its posteriors ``post`` over ``classes``: Pr(topic | page) summed over the
+    topic's class ``indices``, and the best three classes. ``link_post`` (naive Bayes, beside a verdict head's
+    ``post``) gives ``link_relevance``."""
+    order = np.argsort(-post, kind="stable")[:3]
+    top = tuple(classes[i] for i in order)
+    relevance = float(np.clip(post[indices].sum(), 0.0, 1.0))
+    link = None if link_post is None else float(np.clip(link_post[indices].sum(), 0.0, 1.0))
+    return Verdict(relevance=relevance, predicted_class=top[0], top_classes=top, link_relevance=link)
 
 
 def topics_of(classes: Sequence[str]) -> list[str]:
