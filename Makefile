@@ -77,8 +77,8 @@ bench-features: install  ## the paper's apprentice feature studies (DOM window, 
 	$(PYTHON) -m focused bench-features --out results
 
 bench-ceiling: install  ## how far learning from the critic can go: simulated crawls on the bench webs (results/ceiling)
-	$(PYTHON) -m focused.bench.ceiling --tracks webkb,wiki --budget 1000 --out results/ceiling --reference results/harvest-once/bench.json
-	$(PYTHON) -m focused.bench.ceiling --tracks webkb --budget 1000 --page-view discriminative --out results/ceiling --reference results/harvest-once/bench.json
+	$(PYTHON) -m focused.bench.studies.ceiling --tracks webkb,wiki --budget 1000 --out results/ceiling --reference results/harvest-once/bench.json
+	$(PYTHON) -m focused.bench.studies.ceiling --tracks webkb --budget 1000 --page-view discriminative --out results/ceiling --reference results/harvest-once/bench.json
 
 models: install  ## rebuild the default models in models/ from ../shared
 	$(PYTHON) -m focused models --out models

@@ -3,7 +3,7 @@
 Plain Python, no Scrapy: :class:`AddressPolicy` is built from the
 ``FOCUSED_ALLOW_INTERNAL`` setting and answers, for a host name, an IP address
 and a port, whether a request there is allowed. Used by the downloader
-middleware (:mod:`focused.internal`) before and after each request and by the
+middleware (:mod:`focused.downloadermiddlewares.internal`) before and after each request and by the
 DNS resolver (:mod:`focused.resolver`) at connection time.
 """
 

@@ -18,7 +18,7 @@ from typing import NoReturn
 COMMAND_MODULES = (
     "replay",
     "critic",
-    "crawl",
+    "demo",
     "bench",
     "bench_frontier",
     "bench_distributed",

@@ -22,10 +22,10 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
 
 from focused import signals
+from focused.core.runtime import CrawlRuntime, project_path
 from focused.crawldb import CrawlDB, CrawlDBError
 from focused.errors import ConfigError
 from focused.items import PageItem
-from focused.runtime import CrawlRuntime, project_path
 
 if TYPE_CHECKING:
     from typing import Self

@@ -2,7 +2,7 @@
 
 Scrapy's default resolver with one more check: a name whose address is internal
 (:mod:`focused.addresses`) and not allowed by ``FOCUSED_ALLOW_INTERNAL`` fails
-with :class:`focused.internal.InternalAddressError`, so the connection is never
+with :class:`focused.downloadermiddlewares.internal.InternalAddressError`, so the connection is never
 made, even when the name resolved to a public address at the middleware's check
 a moment earlier. Installed with ``DNS_RESOLVER``/``TWISTED_DNS_RESOLVER``; it
 resolves for the whole process, so it reads the process's settings. The
@@ -19,8 +19,8 @@ from urllib.request import getproxies
 from scrapy.resolver import CachingThreadedResolver
 
 from focused.addresses import AddressPolicy, parse_ip
+from focused.downloadermiddlewares.internal import InternalAddressError, build_policy
 from focused.errors import ConfigError
-from focused.internal import InternalAddressError, build_policy
 
 if TYPE_CHECKING:
     from collections.abc import Sequence

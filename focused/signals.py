@@ -7,7 +7,7 @@
 rescore_frontier = object()
 
 #: Sent by the pipeline after a page is labelled by the critic and stored.
-#: Arguments: ``page`` (a :class:`focused.runtime.LabelledPage`).
+#: Arguments: ``page`` (a :class:`focused.core.runtime.LabelledPage`).
 page_labelled = object()
 
 #: Sent by the pipeline when it opens the crawl database. Argument: ``db`` (a

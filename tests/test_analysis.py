@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 import pytest
 
-from focused.analysis import Analysis, AnalysisConfig, AnalysisPool, analyze_page
+from focused.analysis.client import PageAnalysis
+from focused.analysis.outlinks import take_links
+from focused.analysis.worker import Analysis, AnalysisConfig, AnalysisPool, analyze_page
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.crawldb import iter_pages
+from focused.learning.apprentice.linkids import page_link_ids
 from focused.learning.critic import load_critic
-from focused.learning.htmlpage import ParsedPage, parse_page
-from focused.learning.linkids import page_link_ids
-from focused.outlinks import take_links
-from focused.page_analysis import PageAnalysis
+from focused.page.parse import ParsedPage, parse_page
+from focused.page.simhash import simhash
 from focused.replay import ReplayServer
-from focused.simhash import simhash
 from tests.sites import HOST, regions_site, train_critic
 
 PAGES = [
@@ -182,7 +182,7 @@ def test_auto_reads_the_first_pages_here_and_then_starts_the_worker(monkeypatch:
             self.restarts = 1  # reads pages at once
             started.append(workers)
 
-    monkeypatch.setattr("focused.page_analysis.AnalysisPool", Started)
+    monkeypatch.setattr("focused.analysis.client.AnalysisPool", Started)
     analysis = _analysis(None)  # type: ignore[arg-type]
     analysis.config, analysis.workers, analysis.start_after, analysis._pages_before = None, 1, 2, 0
     reads = [_read(analysis) for _ in range(3)]
@@ -239,7 +239,7 @@ def test_a_crawl_with_a_worker_fetches_and_judges_as_without(critic_path: Any, t
 
 
 def test_auto_is_one_worker_on_two_cores_or_more(monkeypatch: pytest.MonkeyPatch) -> None:
-    from focused.analysis import workers_for
+    from focused.analysis.worker import workers_for
 
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1})
     assert workers_for("auto") == 1 and workers_for(" AUTO ") == 1
@@ -250,7 +250,7 @@ def test_auto_is_one_worker_on_two_cores_or_more(monkeypatch: pytest.MonkeyPatch
 
 _ORPHAN = """
 import sys, time
-from focused.analysis import AnalysisConfig, AnalysisPool
+from focused.analysis.worker import AnalysisConfig, AnalysisPool
 pool = AnalysisPool(AnalysisConfig(fingerprints=False))
 pool.ready.result(timeout=60)
 print(*pool._executor._processes, flush=True)
@@ -293,7 +293,7 @@ def test_a_worker_whose_crawl_died_while_it_started_leaves_at_once():
 
     code = (
         "import time\n"
-        "from focused.analysis import AnalysisConfig, _start_worker\n"
+        "from focused.analysis.worker import AnalysisConfig, _start_worker\n"
         "_start_worker(AnalysisConfig(), 1)  # started by a crawl process that is gone: pid 1 is not our parent\n"
         "time.sleep(30)\n"
         "print('still here')\n"

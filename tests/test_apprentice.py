@@ -15,7 +15,7 @@ from focused.learning.apprentice import (
     NotReadyError,
     train_from_instances,
 )
-from focused.learning.linkfeatures import compact_many, hash_features
+from focused.learning.apprentice.features import compact_many, hash_features
 from focused.learning.modelfile import save_model
 
 N_FEATURES = 2**16
@@ -351,7 +351,7 @@ def test_compact_rows_with_an_id_out_of_range_are_refused() -> None:
     import numpy as np
     import pytest
 
-    from focused.learning.apprentice_learner import Apprentice
+    from focused.learning.apprentice.learner import Apprentice
 
     learner = Apprentice(n_features=16)
     good = [np.array([1, 2, 2], np.int32), np.zeros(0, np.int32)]

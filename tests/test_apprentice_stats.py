@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from focused.learning.apprentice_stats import add_counts, feature_ranks
+from focused.learning.apprentice.stats import add_counts, feature_ranks
 
 
 def test_feature_ranks_give_numpy_unique() -> None:

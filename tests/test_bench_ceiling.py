@@ -9,9 +9,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from focused.bench.ceiling import STRATEGIES, CaseWeb, case_runs, case_web, edge_scores
 from focused.bench.runner import PROJECT_ROOT
-from focused.bench.simcrawl import reachable, simulate
+from focused.bench.studies.ceiling import STRATEGIES, CaseWeb, case_runs, case_web, edge_scores
+from focused.bench.studies.simcrawl import reachable, simulate
 from focused.bench.tracks import Case, TrackError, holdout_track
 from tests.sites import train_critic
 from tests.test_bench_tracks import HELD, _warc_with_labels
@@ -122,7 +122,7 @@ def test_case_runs_stay_in_the_confined_web_and_count_true_labels(tmp_path: Path
 )
 def test_ceiling_command_bad_values_one_line_exit_1(tmp_path: Path, args: list[str], message: str):
     proc = subprocess.run(
-        [sys.executable, "-m", "focused.bench.ceiling", "--out", str(tmp_path), *args],
+        [sys.executable, "-m", "focused.bench.studies.ceiling", "--out", str(tmp_path), *args],
         capture_output=True,
         text=True,
         cwd=PROJECT_ROOT,
@@ -131,4 +131,4 @@ def test_ceiling_command_bad_values_one_line_exit_1(tmp_path: Path, args: list[s
     )
     assert proc.returncode == 1
     (line,) = proc.stderr.strip().splitlines()
-    assert line.startswith("python3 -m focused.bench.ceiling: error: ") and message in line, proc.stderr
+    assert line.startswith("python3 -m focused.bench.studies.ceiling: error: ") and message in line, proc.stderr

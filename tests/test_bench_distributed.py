@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from focused.bench.distributed import _script_commands, markdown, round_trips
+from focused.bench.studies.distributed import _script_commands, markdown, round_trips
 
 
 def test_round_trips_count_script_calls_and_commands_no_script_issues():

@@ -2,7 +2,7 @@
 
 import sqlite3
 
-from focused.bench.frontier import audit, request_key
+from focused.bench.studies.frontier_store import audit, request_key
 from focused.frontier.sqlite import DONE, IN_FLIGHT, WAITING
 
 SITE = "http://site.test"

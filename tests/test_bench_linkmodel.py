@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from focused.bench.linkmodel import STRATEGIES, cross_case_scores, link_features
+from focused.bench.studies.linkmodel import STRATEGIES, cross_case_scores, link_features
 
 
 def test_link_features_read_the_views_the_page_size_and_the_link_position():

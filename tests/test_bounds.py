@@ -12,9 +12,9 @@ from focused.frontier.heap import Frontier
 from focused.frontier.memory import MemoryStore
 from focused.frontier.sqlite import SQLiteStore
 from focused.frontier.store import Push
-from focused.learning.htmlpage import parse_page, stream_page
-from focused.learning.linkfeatures import extract_link_features
-from focused.learning.text import html_to_text
+from focused.learning.apprentice.features import extract_link_features
+from focused.page.parse import parse_page, stream_page
+from focused.page.text import html_to_text
 from focused.replay import ReplayServer, ReplayStore
 from tests.sites import HOST, NEUTRAL, SPORT, add, page, train_critic, words
 

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from focused.bench.runner import run_crawl
-from focused.compression import STAT as BOMB
-from focused.content import STAT as BINARY
-from focused.content import looks_binary
 from focused.crawldb import iter_pages
+from focused.downloadermiddlewares.binarybody import STAT as BINARY
+from focused.downloadermiddlewares.binarybody import looks_binary
+from focused.downloadermiddlewares.httpcompression import STAT as BOMB
 from tests.local_server import HTML, LocalServer, direct_crawl
 from tests.sites import SPORT
 

@@ -413,7 +413,7 @@ def _webkb_tree(root: Path) -> Path:
 
 
 def test_train_webkb_critic(tmp_path: Path) -> None:
-    from focused.training import train_webkb_critic, webkb_documents
+    from focused.learning.critic.training import train_webkb_critic, webkb_documents
 
     archive = _webkb_tree(tmp_path)
     texts, labels, urls = webkb_documents(archive, universities=["cornell"])
@@ -456,7 +456,7 @@ def test_commands_report_missing_inputs(tmp_path: Path, capsys: pytest.CaptureFi
 
 def test_default_model_path_matches_training_module() -> None:
     from focused.commands.critic import DEFAULT_MODEL
-    from focused.training import DEFAULT_MODEL_NAME
+    from focused.learning.critic.training import DEFAULT_MODEL_NAME
 
     assert Path(DEFAULT_MODEL) == Path("models") / DEFAULT_MODEL_NAME
 

@@ -83,7 +83,7 @@ def test_workers_popping_in_turn_follow_one_global_best_first_order(redis_server
 
 def test_a_rescore_by_one_worker_changes_the_pop_order_of_every_worker(redis_server):
     from focused import signals
-    from focused.scheduler import PAYLOAD_META_KEY
+    from focused.core.scheduler import PAYLOAD_META_KEY
 
     settings = redis_settings(redis_server)
     crawler_a, a = make_scheduler(**settings)
@@ -130,8 +130,8 @@ def test_a_worker_whose_redis_is_gone_stops_with_one_error_line(tmp_path, caplog
 
 
 def test_a_worker_that_cannot_use_the_frontier_is_refused_before_it_starts(redis_server, tmp_path):
+    from focused.core.scheduler import check_jobdir
     from focused.errors import ConfigError
-    from focused.scheduler import check_jobdir
 
     settings = redis_settings(redis_server)
     _, a = make_scheduler(**settings)

@@ -3,9 +3,9 @@ import pytest
 
 from focused.bench.suite import split_strategy
 from focused.learning.apprentice import Apprentice
-from focused.learning.explore import NoveltyBonus
-from focused.learning.linkbatch import LinkBatch
-from focused.learning.online import LinkPayload, OnlineApprentice
+from focused.learning.apprentice.explore import NoveltyBonus
+from focused.learning.apprentice.linkbatch import LinkBatch
+from focused.learning.apprentice.online import LinkPayload, OnlineApprentice
 
 
 def anchor_critic(texts, urls):

@@ -5,7 +5,7 @@ from __future__ import annotations
 from scrapy import Request
 from scrapy.utils.request import RequestFingerprinter
 
-from focused.fingerprints import UrlFingerprints
+from focused.core.fingerprints import UrlFingerprints
 
 
 class _HeaderFingerprinter:

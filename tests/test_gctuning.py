@@ -7,7 +7,7 @@ from scrapy import Spider
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.test import get_crawler
 
-from focused.gctuning import GarbageCollection
+from focused.extensions.gctuning import GarbageCollection
 
 
 @pytest.fixture
@@ -38,5 +38,5 @@ def test_the_crawler_has_it_and_plain_scrapy_does_not():
     from focused import settings
     from focused.spiders.plain import PlainSpider
 
-    assert "focused.gctuning.GarbageCollection" in settings.EXTENSIONS
-    assert "focused.gctuning.GarbageCollection" not in PlainSpider.custom_settings["EXTENSIONS"]
+    assert "focused.extensions.gctuning.GarbageCollection" in settings.EXTENSIONS
+    assert "focused.extensions.gctuning.GarbageCollection" not in PlainSpider.custom_settings["EXTENSIONS"]

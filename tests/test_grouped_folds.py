@@ -6,9 +6,9 @@ import numpy as np
 import pytest
 
 from focused.learning.apprentice import Apprentice
-from focused.learning.apprentice_stats import fold_of
-from focused.learning.linkpayload import LinkPayload, page_key, target_group
-from focused.learning.online import OnlineApprentice
+from focused.learning.apprentice.online import OnlineApprentice
+from focused.learning.apprentice.payload import LinkPayload, page_key, target_group
+from focused.learning.apprentice.stats import fold_of
 
 
 def test_round_robin_without_groups():

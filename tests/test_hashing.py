@@ -1,4 +1,4 @@
-"""focused.learning.hashing gives scikit-learn's hashed matrices exactly, cached or not."""
+"""focused.page.hashing gives scikit-learn's hashed matrices exactly, cached or not."""
 
 from __future__ import annotations
 
@@ -10,10 +10,10 @@ import pytest
 from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import HashingVectorizer
 
-from focused.learning.hashing import FeatureIds
-from focused.learning.linkfeatures import compact_many
-from focused.learning.naive_bayes import _hash_texts
-from focused.learning.text import tokenize
+from focused.learning.apprentice.features import compact_many
+from focused.learning.critic.naive_bayes import _hash_texts
+from focused.page.hashing import FeatureIds
+from focused.page.text import tokenize
 
 
 def _lists(seed: int = 0) -> list[list[str]]:

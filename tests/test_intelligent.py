@@ -11,11 +11,11 @@ import pytest
 
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.crawldb import iter_pages
-from focused.learning.intelligent import Knowledge, KnowledgeError, interest_ratios, sibling_ratio, url_tokens
-from focused.learning.intelligent_crawl import IntelligentStrategy, page_id, parse_factors, to_score
-from focused.learning.topics import Verdict
+from focused.learning.critic.topics import Verdict
+from focused.learning.intelligent.knowledge import Knowledge, KnowledgeError, interest_ratios, sibling_ratio, url_tokens
 from focused.replay import ReplayServer, ReplayStore
 from focused.strategies import FetchedPage
+from focused.strategies.intelligent import IntelligentStrategy, page_id, parse_factors, to_score
 from tests.sites import COOKING, HOST, NEUTRAL, SPORT, add, page, train_critic, words
 
 # ---------------------------------------------------------------------- K and the ratios, by hand
@@ -252,7 +252,7 @@ def test_bad_factor_or_k_file_is_one_clear_line(tmp_path):
     from scrapy.settings import Settings
 
     from focused.errors import ConfigError
-    from focused.intelligent_feedback import build_intelligent
+    from focused.extensions.intelligent import build_intelligent
 
     cases = [
         ("intelligent:colour", {}, "strategy 'intelligent:colour': unknown intelligent-crawling factor 'colour'"),

@@ -18,8 +18,8 @@ from twisted.internet import defer
 from focused.addresses import AddressPolicy, is_internal_ip
 from focused.bench.runner import PROJECT_ROOT, run_crawl
 from focused.crawldb import iter_pages
+from focused.downloadermiddlewares.internal import STAT, InternalAddressError, RefuseInternalMiddleware
 from focused.errors import ConfigError
-from focused.internal import STAT, InternalAddressError, RefuseInternalMiddleware
 from focused.resolver import PolicyResolver
 from tests.local_server import HTML, LocalServer, direct_crawl
 from tests.sites import SPORT

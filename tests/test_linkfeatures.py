@@ -7,7 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
-from focused.learning.linkfeatures import (
+from focused.learning.apprentice.features import (
     PageLinks,
     class_features,
     cocitation_features,
@@ -309,10 +309,10 @@ def _pages_for_ids() -> list[tuple[str, str]]:
 
 @pytest.mark.parametrize("d_max", [0, 2, 5])
 def test_page_link_ids_equal_the_hashed_feature_strings(d_max: int) -> None:
-    from focused.learning.hashing import FeatureIds
-    from focused.learning.htmlpage import parse_page
-    from focused.learning.linkfeatures import class_features, compact_many, extract_link_features
-    from focused.learning.linkids import OffsetTable, page_link_ids, with_extra
+    from focused.learning.apprentice.features import class_features, compact_many, extract_link_features
+    from focused.learning.apprentice.linkids import OffsetTable, page_link_ids, with_extra
+    from focused.page.hashing import FeatureIds
+    from focused.page.parse import parse_page
 
     extra = class_features(["Science.Physics", "Science.Chemistry"])
     for n_features in (2**20, 1024):
@@ -340,8 +340,8 @@ def test_page_link_ids_equal_the_hashed_feature_strings(d_max: int) -> None:
 def test_link_ids_cross_to_the_crawl_process_as_two_arrays() -> None:
     import pickle
 
-    from focused.learning.htmlpage import parse_page
-    from focused.learning.linkids import RaggedIds, page_link_ids
+    from focused.learning.apprentice.linkids import RaggedIds, page_link_ids
+    from focused.page.parse import parse_page
 
     for url, html in _pages_for_ids():
         urls, ids, _ = page_link_ids(parse_page(html), url, 3, 2**20)
@@ -367,8 +367,8 @@ def test_offset_table_gives_the_same_ids_from_many_threads() -> None:
     import sys
     import threading
 
-    from focused.learning.hashing import FeatureIds
-    from focused.learning.linkids import OffsetTable
+    from focused.learning.apprentice.linkids import OffsetTable
+    from focused.page.hashing import FeatureIds
 
     table = OffsetTable(FeatureIds(2**20), 2, max_tokens=500)  # small: cleared again and again
     expected = FeatureIds(2**20)

@@ -6,10 +6,10 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.utils.request import request_from_dict
 
-from focused import linkrequest
+from focused.core import linkrequest
+from focused.core.linkrequest import LinkRequest
 from focused.frontier.compact import Packed, RequestPacker
 from focused.frontier.requests import decode_request, encode_request
-from focused.linkrequest import LinkRequest
 
 URLS = [
     "http://a.test/wiki/Caf\u00e9 au lait",

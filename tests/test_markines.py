@@ -9,7 +9,8 @@ import time
 import numpy as np
 import pytest
 
-from focused.learning.markines import (
+from focused.learning.critic.topics import Verdict
+from focused.learning.markines.classifiers import (
     CLASSIFIERS,
     MarkinesModel,
     MarkinesModelError,
@@ -18,9 +19,8 @@ from focused.learning.markines import (
     platt_sigmoid,
     select_features,
 )
-from focused.learning.markines_strategy import MarkinesStrategy, OnlineMarkines, parse_name
-from focused.learning.topics import Verdict
 from focused.strategies import FetchedPage
+from focused.strategies.markines import MarkinesStrategy, OnlineMarkines, parse_name
 from tests.sites import COOKING, NEUTRAL, SPORT, words
 
 GAP = "<span></span>" * 12  # empty DOM leaves: keeps each link's words out of its neighbours' window
@@ -132,7 +132,7 @@ def page_of(url: str, html: str, relevance: float = 0.5) -> FetchedPage:
 
 
 def spread_training(hubs: int, per: int, seed: int) -> tuple[list[list[str]], list[bool]]:
-    from focused.learning.markines_data import link_contexts
+    from focused.learning.markines.data import link_contexts
 
     rng = random.Random(seed)
     docs, labels = [], []
@@ -159,7 +159,7 @@ def test_link_strategies_rank_on_topic_links_above_the_others(name):
 def test_page_strategies_rank_the_links_of_on_topic_pages_first(name):
     rng = random.Random(3)
     texts = [f"<html><body><p>{words(SPORT if i % 2 == 0 else COOKING, 40, rng)}</p></body></html>" for i in range(40)]
-    from focused.learning.markines_data import page_words
+    from focused.learning.markines.data import page_words
 
     part = fit_part([page_words(t) for t in texts], [i % 2 == 0 for i in range(40)], k=30)
     strategy = MarkinesStrategy(name, part=part)

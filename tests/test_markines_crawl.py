@@ -10,7 +10,7 @@ import pytest
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.cli import main
 from focused.crawldb import iter_pages
-from focused.learning.markines import MarkinesModel
+from focused.learning.markines.classifiers import MarkinesModel
 from focused.replay import ReplayServer, ReplayStore
 from tests.sites import COOKING, HOST, SPORT, add, page, train_critic, words
 from tests.test_markines import GAP
@@ -102,7 +102,7 @@ def test_a_model_without_the_requested_mode_is_refused_in_one_line(web, trained,
     db = str(web["tmp"] / "baseline-a.sqlite")
     assert main(["train-markines", "--db", db, "--out", str(link_only), "--modes", "link"]) == 0
     from focused.errors import ConfigError
-    from focused.learning.markines_strategy import make_strategy
+    from focused.strategies.markines import make_strategy
 
     settings = {"FOCUSED_MARKINES_MODEL": str(link_only)}
 

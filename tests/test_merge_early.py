@@ -9,10 +9,10 @@ from scrapy.http import HtmlResponse
 from scrapy.utils.test import get_crawler
 
 from focused.bench.runner import CrawlSpec, run_crawl
+from focused.core.scheduler import SCHEDULER_ATTR, FocusedScheduler
 from focused.crawldb import iter_pages
 from focused.replay import ReplayServer, write_labels
-from focused.scheduler import SCHEDULER_ATTR, FocusedScheduler
-from focused.scoring import LinkScoringMiddleware, merges_early
+from focused.spidermiddlewares.scoring import LinkScoringMiddleware, merges_early
 from tests.sites import HOST, shared_links_site, train_critic
 
 PASS_THROUGH = "tests.sites.PassThroughSpiderMiddleware"
@@ -24,7 +24,10 @@ def model(tmp_path_factory):
 
 
 def _routing(model, **settings):
-    middlewares = {"focused.scoring.LinkScoringMiddleware": 950, **settings.pop("SPIDER_MIDDLEWARES", {})}
+    middlewares = {
+        "focused.spidermiddlewares.scoring.LinkScoringMiddleware": 950,
+        **settings.pop("SPIDER_MIDDLEWARES", {}),
+    }
     crawler = get_crawler(
         Spider,
         settings_dict={

@@ -11,9 +11,9 @@ import pytest
 from focused.bench.runner import PROJECT_ROOT
 from focused.errors import ConfigError
 from focused.learning.critic import load_critic
-from focused.learning.topics import Verdict
-from focused.predicates import Page, PredicateError, parse_predicate
+from focused.learning.critic.topics import Verdict
 from focused.relevance import RelevanceDefinition, load_predicate
+from focused.relevance.predicates import Page, PredicateError, parse_predicate
 from tests.sites import train_critic
 
 EXAMPLE = 'text:"machine learning" and (url:course or class:course>0.6)'

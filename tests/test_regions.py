@@ -1,4 +1,4 @@
-"""Regions of a page's links (focused.learning.regions) and sibling feedback per region."""
+"""Regions of a page's links (focused.page.regions) and sibling feedback per region."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ import pytest
 
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.crawldb import iter_pages
-from focused.learning.htmlpage import parse_page, stream_page
-from focused.learning.linkpayload import LinkPayload
-from focused.learning.pagelinks import page_payloads
-from focused.learning.regions import link_regions
-from focused.learning.siblings import SiblingFeedback, payload_tags, source_tag
+from focused.learning.apprentice.pagelinks import page_payloads
+from focused.learning.apprentice.payload import LinkPayload
+from focused.learning.apprentice.siblings import SiblingFeedback, payload_tags, source_tag
+from focused.page.parse import parse_page, stream_page
+from focused.page.regions import link_regions
 from focused.replay import ReplayServer
 from tests.sites import HOST, train_critic, two_lists_site
 

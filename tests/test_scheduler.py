@@ -3,7 +3,7 @@ from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
 from focused import signals
-from focused.scheduler import PAYLOAD_META_KEY, FocusedScheduler
+from focused.core.scheduler import PAYLOAD_META_KEY, FocusedScheduler
 
 
 def make_scheduler(tmp_path=None, **settings):
@@ -186,7 +186,7 @@ def test_no_request_is_handed_out_while_more_pages_than_allowed_await_scoring(li
 def test_the_replay_profile_is_strict_best_first_and_the_live_web_default_is_not():
     from scrapy.settings import Settings
 
-    from focused.profiles import apply_profile
+    from focused.settings.profiles import apply_profile
 
     settings = Settings({"FOCUSED_PROFILE": "replay"})
     apply_profile(settings)

@@ -56,7 +56,7 @@ def test_deploy_and_crawl_with_the_packaged_and_a_given_model(scrapyd):
     assert scrapyd["deployed"]["project"] == PROJECT and scrapyd["deployed"]["spiders"] == 2
     with zipfile.ZipFile(server.root / "eggs" / PROJECT / f"{VERSION}.egg") as egg:
         names = set(egg.namelist())
-    assert {"focused/settings.py", f"{MODELS_PACKAGE}/webkb-pagetype.npz", f"{MODELS_PACKAGE}/wiki-topics.npz"} <= names
+    assert {"focused/settings/__init__.py", f"{MODELS_PACKAGE}/webkb-pagetype.npz", f"{MODELS_PACKAGE}/wiki-topics.npz"} <= names
 
     model = train_critic(scrapyd["tmp"] / "critic.npz")
     given = schedule(scrapyd, ("topic", "sport"), ("model", str(model)))

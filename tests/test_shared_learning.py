@@ -12,8 +12,8 @@ import numpy as np
 import pytest
 
 from focused.learning.apprentice import Apprentice
-from focused.learning.online import LinkPayload, OnlineApprentice
-from focused.learning.shared import SharedLearning, model_to_bytes
+from focused.learning.apprentice.online import LinkPayload, OnlineApprentice
+from focused.learning.apprentice.shared import SharedLearning, model_to_bytes
 
 N_FEATURES = 2**10
 _prefixes = itertools.count()
@@ -174,7 +174,7 @@ def test_a_malformed_or_foreign_model_is_refused_in_one_line_and_the_worker_keep
     b.client.set(b.k["model"], blob)
     b.client.incr(b.k["version"])
     caplog.clear()
-    with caplog.at_level(logging.INFO, logger="focused.learning.shared"):
+    with caplog.at_level(logging.INFO, logger="focused.learning.apprentice.shared"):
         assert b.poll() is None
         assert b.poll() is None  # refused once, not at every poll
     lines = [r.getMessage() for r in caplog.records]
@@ -204,7 +204,7 @@ def test_shared_learning_only_with_a_redis_frontier_and_a_learning_apprentice(re
 
     from scrapy.settings import Settings
 
-    from focused.shared_feedback import SharedFeedback, open_shared
+    from focused.extensions.apprentice.shared import SharedFeedback, open_shared
     from focused.strategies import ApprenticeStrategy
 
     def crawler(**settings):
@@ -234,7 +234,7 @@ def test_malformed_instances_are_skipped_in_one_line(redis_server, prefix, caplo
         a.k["instances"], b"short", b"\x00" * 8 + b"garbage", np.float64(0.5).tobytes() + with_side.to_bytes()
     )
     assert a.acquire()
-    with caplog.at_level(logging.ERROR, logger="focused.learning.shared"):
+    with caplog.at_level(logging.ERROR, logger="focused.learning.apprentice.shared"):
         result = a.train_batch()
     assert result.batch == 1 and result.added == 12 and result.model is not None
     assert [r.getMessage() for r in caplog.records] == [

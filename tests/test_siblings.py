@@ -5,9 +5,9 @@ from focused.bench.runner import CrawlSpec, run_crawl
 from focused.bench.suite import split_strategy
 from focused.crawldb import iter_pages
 from focused.learning.apprentice import Apprentice
-from focused.learning.linkbatch import LinkBatch
-from focused.learning.online import LinkPayload, OnlineApprentice
-from focused.learning.siblings import LearnedWeight, SiblingFeedback, source_tag
+from focused.learning.apprentice.linkbatch import LinkBatch
+from focused.learning.apprentice.online import LinkPayload, OnlineApprentice
+from focused.learning.apprentice.siblings import LearnedWeight, SiblingFeedback, source_tag
 from focused.replay import ReplayServer
 from tests.sites import HOST, neutral_hubs_site, train_critic
 
@@ -138,7 +138,7 @@ def test_the_sibling_variants_set_the_settings():
 def test_the_crawlers_sibling_term_lowers_links_unless_told_to_lift_only():
     from scrapy.settings import Settings
 
-    from focused.runtime import CrawlRuntime
+    from focused.core.runtime import CrawlRuntime
 
     for given, lower in (({}, True), ({"FOCUSED_APPRENTICE_SIBLINGS_LOWER": False}, False)):
         settings = Settings({"FOCUSED_TOPIC": "course", "FOCUSED_STRATEGY": "apprentice", **given})

@@ -1,4 +1,4 @@
-"""Visible-text extraction and tokenization (focused.learning.text)."""
+"""Visible-text extraction and tokenization (focused.page.text)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import time
 
 import pytest
 
-from focused.learning.text import decode_html, html_to_text, tokenize
+from focused.page.text import decode_html, html_to_text, tokenize
 
 PAGE = """<!DOCTYPE html>
 <html><head><title>CS 415 &amp; Friends</title>
@@ -121,7 +121,7 @@ PAGES = [
 def test_one_walk_gives_the_leaves_and_the_text_of_two(html: str) -> None:
     """The page's one walk (leaves, links, title, base and text) equals the leaf walk without text plus
     collect_text's own walk over the same tree."""
-    from focused.learning.htmlpage import ParsedPage, _parse, _read_tree, collect_text, parse_page, prepare
+    from focused.page.parse import ParsedPage, _parse, _read_tree, collect_text, parse_page, prepare
 
     prepared, as_written = prepare(html)
     assert as_written is None
@@ -136,7 +136,7 @@ def test_one_walk_gives_the_leaves_and_the_text_of_two(html: str) -> None:
 
 
 def test_content_type_charset() -> None:
-    from focused.learning.text import content_type_charset
+    from focused.page.text import content_type_charset
 
     assert content_type_charset("text/html; charset=ISO-8859-1") == "iso-8859-1"
     assert content_type_charset('text/html;Charset="UTF-8"; foo=bar') == "utf-8"

@@ -38,7 +38,7 @@ def corpus(tmp_path_factory):
 
 
 def test_a_topic_from_example_files_ranks_held_out_positives_above_negatives(corpus, capsys):
-    from focused.learning.text import html_to_text
+    from focused.page.text import html_to_text
 
     out = corpus["tmp"] / "sport.npz"
     args = ["train-topic", "--positive", str(corpus["pos"]), "--background", str(corpus["bg"]), "--out", str(out)]

@@ -10,17 +10,17 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.http import Request
 from scrapy.utils.test import get_crawler
 
-from focused.bench.traps import DEFENCES_OFF, TRAPS, run_case
-from focused.bench.trapweb import TrapWeb, train_probe_critic
-from focused.canonical import strip_session_ids
+from focused.bench.studies.traps import DEFENCES_OFF, TRAPS, run_case
+from focused.bench.studies.trapweb import TrapWeb, train_probe_critic
+from focused.core.trapstate import TrapState, url_pattern
 from focused.crawldb import iter_pages
+from focused.downloadermiddlewares.trapguard import TrapGuardMiddleware
 from focused.errors import ConfigError
-from focused.linkguard import LinkGuardMiddleware, path_repeats
-from focused.neardup import NearDuplicateMiddleware
+from focused.page.simhash import SimHashIndex, distance, simhash
 from focused.replay import ReplayServer
-from focused.simhash import SimHashIndex, distance, simhash
-from focused.trapguard import TrapGuardMiddleware
-from focused.trapstate import TrapState, url_pattern
+from focused.spidermiddlewares.canonical import strip_session_ids
+from focused.spidermiddlewares.linkguard import LinkGuardMiddleware, path_repeats
+from focused.spidermiddlewares.neardup import NearDuplicateMiddleware
 
 NAMES = frozenset({"phpsessid", "jsessionid", "sid"})
 
@@ -171,8 +171,8 @@ def test_fingerprints_from_the_word_table_equal_those_computed_afresh(monkeypatc
 
     import numpy as np
 
-    from focused import simhash as sh
-    from focused.learning import wordtable
+    from focused.page import simhash as sh
+    from focused.page import words as wordtable
 
     text = "Monday 12 March: the 3rd page of 2007 lists 45 courses " * 3 + "physics atoms quarks Tuesday x1y2"
     words = sh.tokenize(text)

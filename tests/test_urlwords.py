@@ -1,4 +1,4 @@
-"""A page's URL words as critic features (focused.learning.urlwords, Critic(url_features=True))."""
+"""A page's URL words as critic features (focused.learning.critic.urlwords, Critic(url_features=True))."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from focused.learning.apprentice.online import make_snippet_critic
 from focused.learning.critic import Critic, ModelError, load_critic
-from focused.learning.crossfit import CrossFitCritic
+from focused.learning.critic.crossfit import CrossFitCritic
+from focused.learning.critic.urlwords import MAX_URL_WORDS, path_words, url_text, url_vocabulary
 from focused.learning.modelfile import read_model, save_model
-from focused.learning.online import make_snippet_critic
-from focused.learning.urlwords import MAX_URL_WORDS, path_words, url_text, url_vocabulary
 
 
 def test_path_words_take_the_path_without_host_query_or_extension() -> None:
@@ -147,7 +147,7 @@ def test_an_anchor_does_not_count_a_word_twice() -> None:
 
 
 def test_the_anchor_view_does_not_remember_long_urls() -> None:
-    from focused.learning.snippet import MEMO_URL
+    from focused.learning.critic.snippet import MEMO_URL
 
     critic = _critic()
     read = make_snippet_critic(critic, critic.resolve_topic("course"))

@@ -15,10 +15,10 @@ from pathlib import Path
 import pytest
 from scrapy.settings import Settings
 
-from focused import defaults
 from focused.bench.runner import PROJECT_ROOT
 from focused.errors import ConfigError
-from focused.validation import SPECS, default_names, validate
+from focused.settings import defaults
+from focused.settings.validation import SPECS, default_names, validate
 
 WIKI = "models/wiki-topics.npz"
 OK = ["-a", "topic=course", "-a", "seeds=http://127.0.0.1:9/"]
@@ -122,7 +122,7 @@ def test_bad_input_is_one_line_and_exit_1(results, case_id, expected):
 
 def test_every_default_has_a_spec():
     missing = [name for name in default_names() if name not in SPECS]
-    assert not missing, f"add a check to focused.validation.SPECS for: {missing}"
+    assert not missing, f"add a check to focused.settings.validation.SPECS for: {missing}"
     assert "FOCUSED_APPRENTICE_BATCH" in default_names() and "REDIS_URL" in default_names()
 
 

@@ -9,7 +9,7 @@ import pytest
 from sklearn.linear_model import SGDClassifier
 
 from focused.learning.critic import Critic, CrossFitCritic, ModelError, Verdict, load_critic, save_bundle
-from focused.learning.verdict_head import EPOCHS, train_head
+from focused.learning.critic.verdict_head import EPOCHS, train_head
 from focused.strategies import Baseline, FetchedPage
 from tests.test_critic import make_corpus
 

@@ -12,7 +12,7 @@ import pytest
 from focused.cli import main as cli_main
 from focused.corpora.wikispeedia import WikispeediaError, load_wikispeedia
 from focused.learning.critic import Critic, load_critic
-from focused.learning.crossfit import CrossFitCritic, fold_of
+from focused.learning.critic.crossfit import CrossFitCritic, fold_of
 from focused.replay import iter_warc, normalize_url, open_store, read_labels
 from focused.wiki import render
 from focused.wiki.build import (

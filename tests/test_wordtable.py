@@ -7,11 +7,11 @@ import threading
 import numpy as np
 import pytest
 
-from focused.learning import wordtable
-from focused.learning.hashing import FeatureIds
-from focused.learning.naive_bayes import _hash_texts
-from focused.learning.text import tokenize
-from focused.learning.wordtable import WordTable, hashed_counts
+from focused.learning.critic.naive_bayes import _hash_texts
+from focused.page import words as wordtable
+from focused.page.hashing import FeatureIds
+from focused.page.text import tokenize
+from focused.page.words import WordTable, hashed_counts
 
 TEXTS = [
     "CS 415: Operating Systems, Fall 1996 (e-mail CS415-TAs)",

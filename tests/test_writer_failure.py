@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from focused import defaults
 from focused.bench.runner import PROJECT_ROOT, scrapy_command, stats_path
 from focused.crawldb import CrawlDB, CrawlDBError, iter_pages
 from focused.replay import ReplayServer
+from focused.settings import defaults
 from tests.sites import graph_crawl, graph_site, train_critic
 
 

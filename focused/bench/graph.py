@@ -1,4 +1,4 @@
-"""The link graph of a replayed web, for the look-ahead oracle (:mod:`focused.oracles`).
+"""The link graph of a replayed web, for the look-ahead oracle (:mod:`focused.strategies.oracles`).
 
 Nodes are the stored pages the replay answers with a page (normalised URLs);
 an edge i -> j is a link of page i that the replay answers with page j
@@ -12,9 +12,9 @@ import logging
 from pathlib import Path
 
 from focused.bench.metrics import outlinks
-from focused.oracles import save_graph
 from focused.replay import ReplayStore
 from focused.replay.urlnorm import normalize_url
+from focused.strategies.oracles import save_graph
 
 logger = logging.getLogger(__name__)
 

@@ -19,9 +19,9 @@ from pathlib import Path
 
 from lxml import html as lxml_html
 
+from focused.core.runtime import first_fetches_on_topic
 from focused.crawldb import iter_pages
 from focused.learning.critic import Topic
-from focused.runtime import first_fetches_on_topic
 
 
 @dataclass(frozen=True)
@@ -63,7 +63,7 @@ class Curve:
 
 def crawl_curve(db: str | Path, labels: dict[str, str], topic: Topic) -> Curve:
     """Read a crawl database and judge each page against the labels (a page fetched again under
-    another of its URLs counts as a wasted fetch: :func:`~focused.runtime.first_fetches_on_topic`)."""
+    another of its URLs counts as a wasted fetch: :func:`~focused.core.runtime.first_fetches_on_topic`)."""
     pages = list(iter_pages(db))
     urls = [page.url for page in pages]
     truth = first_fetches_on_topic(urls, labels, topic.matches)

@@ -20,10 +20,10 @@ import numpy as np
 
 from focused.frontier import Frontier
 from focused.learning.apprentice import Apprentice
+from focused.learning.apprentice.features import compact_many, extract_link_features
+from focused.learning.apprentice.online import LinkPayload, OnlineApprentice
 from focused.learning.critic import load_critic
-from focused.learning.linkfeatures import compact_many, extract_link_features
-from focused.learning.online import LinkPayload, OnlineApprentice
-from focused.learning.text import html_to_text
+from focused.page.text import html_to_text
 from focused.replay import ReplayStore
 
 

@@ -225,8 +225,8 @@ def _offline_sources(track: Track, case: Case, config: BenchConfig) -> list[Path
 
 
 def _train_offline(track: Track, case: Case, strategy: str, config: BenchConfig) -> Path | None:
-    from focused.apprentice_data import train_apprentice
-    from focused.learning.online import make_snippet_critic
+    from focused.learning.apprentice.data import train_apprentice
+    from focused.learning.apprentice.online import make_snippet_critic
 
     _, variant = split_strategy(strategy)
     settings = {**config.extra_settings, **variant}

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING, Any
 
 from focused.bench.graph import write_link_graph
 from focused.bench.metrics import canonical_url, reachable
-from focused.oracles import load_graph
 from focused.replay import ReplayStore, open_store, write_labels
+from focused.strategies.oracles import load_graph
 
 if TYPE_CHECKING:
     from focused.learning.critic import Critic
@@ -114,7 +114,7 @@ def topic_seeds(members: set[str], graph: Mapping[str, Sequence[str]], n: int = 
 
 def store_training_set(store: ReplayStore, groups: Collection[str]) -> tuple[list[str], list[str], list[str]]:
     """The visible texts, first labels and URLs of the labelled, fetched (200) pages of ``groups``."""
-    from focused.learning.text import content_type_charset, html_to_text
+    from focused.page.text import content_type_charset, html_to_text
 
     texts, labels, urls = [], [], []
     for response in store.responses():
@@ -132,7 +132,7 @@ def store_training_set(store: ReplayStore, groups: Collection[str]) -> tuple[lis
 def train_store_critic(store: ReplayStore, groups: Collection[str], *, url_features: bool = True, **kw: Any) -> Critic:
     """A page critic trained on the labelled, fetched (200) pages of ``groups``; a page's first label is its class.
 
-    With ``url_features`` it learns from each page's URL words too (:mod:`focused.learning.urlwords`).
+    With ``url_features`` it learns from each page's URL words too (:mod:`focused.learning.critic.urlwords`).
     """
     from focused.learning.critic import Critic
 
@@ -160,12 +160,12 @@ def holdout_track(
     labelled pages, and each topic's crawl is confined to the held-out group
     (the replay 404s the rest) from the seed :func:`group_seed` picks. Defaults:
     the WebKB universities and page types when the archive has them. With
-    ``critic_urls`` the critics have URL features (:mod:`focused.learning.urlwords`), with ``critic_head``
-    a discriminative verdict (:mod:`focused.learning.verdict_head`).
+    ``critic_urls`` the critics have URL features (:mod:`focused.learning.critic.urlwords`), with ``critic_head``
+    a discriminative verdict (:mod:`focused.learning.critic.verdict_head`).
     Raises :class:`TrackError` naming what is wrong and what is valid.
     """
     from focused.learning.critic import load_critic
-    from focused.learning.topics import UnknownTopicError
+    from focused.learning.critic.topics import UnknownTopicError
     from focused.replay.store import StoreError
 
     cache.mkdir(parents=True, exist_ok=True)
@@ -258,7 +258,7 @@ def wiki_track(
     With ``critic_urls`` the critic has URL features, with ``critic_head`` a discriminative verdict.
     """
     from focused.learning.critic import load_critic
-    from focused.learning.topics import UnknownTopicError
+    from focused.learning.critic.topics import UnknownTopicError
     from focused.wiki.build import prepare_wiki_track, reachable_from, read_link_graph
 
     wiki = prepare_wiki_track(cache / "wiki", url_features=critic_urls, verdict_head=critic_head)

@@ -32,8 +32,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from focused.bench.distributed import DistributedBenchConfig, run_distributed_bench
     from focused.bench.runner import PROJECT_ROOT
+    from focused.bench.studies.distributed import DistributedBenchConfig, run_distributed_bench
 
     config = DistributedBenchConfig(out=args.out or PROJECT_ROOT / "results" / "distributed", seed=args.seed)
     if args.quick:

@@ -32,8 +32,8 @@ def register(subparsers: Any) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from focused.bench.frontier import FrontierBenchConfig, run_frontier_bench
     from focused.bench.runner import PROJECT_ROOT
+    from focused.bench.studies.frontier_store import FrontierBenchConfig, run_frontier_bench
 
     config = FrontierBenchConfig(out=args.out or PROJECT_ROOT / "results" / "frontier", seed=args.seed)
     if args.quick:

@@ -33,7 +33,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from focused.bench.runner import PROJECT_ROOT
-    from focused.bench.throughput import SpeedBenchConfig, run_speed_bench
+    from focused.bench.studies.throughput import SpeedBenchConfig, run_speed_bench
 
     config = SpeedBenchConfig(out=args.out or PROJECT_ROOT / "results" / "speed")
     if args.quick:

@@ -31,7 +31,7 @@ def register(subparsers: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from focused.bench.runner import PROJECT_ROOT
-    from focused.bench.traps import TrapBenchConfig, run_trap_bench
+    from focused.bench.studies.traps import TrapBenchConfig, run_trap_bench
 
     config = TrapBenchConfig(out=args.out or PROJECT_ROOT / "results" / "traps")
     if args.quick:

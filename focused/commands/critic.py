@@ -15,7 +15,7 @@ from focused.corpora.webkb import ArchiveError
 logger = logging.getLogger(__name__)
 
 DEFAULT_MODELS_DIR = "models"
-#: Default critic model (``focused.training.DEFAULT_MODEL_NAME`` under ``models/``); spelled out here so
+#: Default critic model (``focused.learning.critic.training.DEFAULT_MODEL_NAME`` under ``models/``); spelled out here so
 #: that building the parser does not import scikit-learn.
 DEFAULT_MODEL = f"{DEFAULT_MODELS_DIR}/webkb-pagetype.npz"
 
@@ -124,7 +124,7 @@ def _existing(path: str | Path, what: str) -> Path:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from focused.training import train_dirtree_critic, train_webkb_critic
+    from focused.learning.critic.training import train_dirtree_critic, train_webkb_critic
 
     kw = _training_kw(args)
     start = time.perf_counter()
@@ -156,7 +156,7 @@ def _train(args: argparse.Namespace) -> int:
 
 def _evaluate(args: argparse.Namespace) -> int:
     from focused.corpora import corpora_dir
-    from focused.training import evaluate_20news, evaluate_webkb_louo
+    from focused.learning.critic.training import evaluate_20news, evaluate_webkb_louo
 
     kw = _training_kw(args)
     try:
@@ -197,7 +197,7 @@ def _row(stats: dict[str, Any]) -> str:
 
 def _models(args: argparse.Namespace) -> int:
     from focused.corpora.webkb import default_archive
-    from focused.training import build_default_models
+    from focused.learning.critic.training import build_default_models
 
     archive = _existing(args.archive or default_archive(), "WebKB archive")
     start = time.perf_counter()

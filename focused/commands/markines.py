@@ -84,8 +84,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _train(args: argparse.Namespace) -> int:
     from focused.crawldb import CrawlDBError
-    from focused.learning.markines import MarkinesModel, fit_part
-    from focused.learning.markines_data import markines_data
+    from focused.learning.markines.classifiers import MarkinesModel, fit_part
+    from focused.learning.markines.data import markines_data
 
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
     if not modes or set(modes) - set(MODES):
@@ -125,7 +125,7 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _bench(args: argparse.Namespace) -> int:
-    from focused.bench.markines import MarkinesBench, run_markines_bench
+    from focused.bench.studies.markines import MarkinesBench, run_markines_bench
 
     tracks = [t.strip() for t in args.tracks.split(",") if t.strip()]
     if not tracks or set(tracks) - {"webkb", "wiki"}:

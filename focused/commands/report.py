@@ -41,8 +41,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from focused.crawldb import CrawlDBError
-    from focused.report_data import load_report
-    from focused.report_html import write_report
+    from focused.report.data import load_report
+    from focused.report.html import write_report
 
     db = Path(args.db)
     labels = Path(args.labels) if args.labels else None

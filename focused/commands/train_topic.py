@@ -101,7 +101,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
-    from focused.learning.text import html_to_text
+    from focused.page.text import html_to_text
 
     out = Path(args.out)
     name = args.name or out.name.split(".")[0]
@@ -258,7 +258,7 @@ def _stored_pages(source: str) -> Iterator[tuple[str, bytes]]:
 
 def lookup_pages(urls: list[str], sources: list[str]) -> dict[str, bytes]:
     """The stored page of each URL found (``dir``, ``dir/`` and ``dir/index.html`` alike)."""
-    from focused.apprentice_data import fetch_key
+    from focused.learning.apprentice.data import fetch_key
 
     wanted: dict[str, list[str]] = {}
     for url in urls:
@@ -285,7 +285,7 @@ def _background_texts(source: str) -> Iterator[tuple[str, str]]:
     """(URL or file name, visible text) of every page of one background source."""
     from focused.corpora import corpora_dir
     from focused.corpora.webkb import ArchiveError, iter_webkb
-    from focused.learning.text import html_to_text
+    from focused.page.text import html_to_text
 
     if source == "webkb":
         archive = corpora_dir() / "webkb-dev.tar.gz"
@@ -325,7 +325,7 @@ def read_background(
     sources: list[str], limit: int, seed: int, *, exclude: set[str], exclude_urls: list[str]
 ) -> list[str]:
     """Up to ``limit`` background texts sampled uniformly (reservoir) over all sources, positives left out."""
-    from focused.apprentice_data import fetch_key
+    from focused.learning.apprentice.data import fetch_key
 
     skip_keys = set()
     for url in exclude_urls:

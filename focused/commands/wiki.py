@@ -48,7 +48,7 @@ def register(subparsers: Any) -> None:
         "--verdict-head",
         choices=("on", "off"),
         default="on",
-        help="also fit a discriminative verdict that judges pages (focused.learning.verdict_head; default: on)",
+        help="also fit a discriminative verdict that judges pages (focused.learning.critic.verdict_head; default: on)",
     )
     train.set_defaults(func=run_train_wiki_critic)
 

@@ -11,7 +11,7 @@ its traceback. A crawl stopped because its shared frontier became unreachable
 (Redis gone) or because its crawl database writer failed also exits with 1.
 
 Before any of that, every spider argument and ``FOCUSED_*`` setting is checked
-(:func:`focused.validation.validate`): a bad one is one line on stderr and exit 1,
+(:func:`focused.settings.validation.validate`): a bad one is one line on stderr and exit 1,
 before Scrapy logs anything.
 """
 
@@ -31,7 +31,7 @@ from twisted.python.failure import Failure
 
 from focused.errors import ConfigError
 from focused.learning.modelfile import ModelFileError
-from focused.validation import validate
+from focused.settings.validation import validate
 
 if TYPE_CHECKING:
     import argparse
@@ -50,7 +50,7 @@ class Command(ScrapyCrawlCommand):
         super().process_options(args, opts)
         if args[:1] != ["focused"] or not self.settings:
             return
-        from focused.jobs import SCRAPYD_ARGUMENTS
+        from focused.settings.scrapyd import SCRAPYD_ARGUMENTS
 
         try:
             validate(self.settings, opts.spargs, ignore_args=tuple(SCRAPYD_ARGUMENTS))

@@ -1,8 +1,8 @@
 """The ``focused`` spider: fetch pages, yield one item per page and its outlinks.
 
-It only parses and yields. Scoring links (:mod:`focused.scoring`), labelling
+It only parses and yields. Scoring links (:mod:`focused.spidermiddlewares.scoring`), labelling
 pages (:mod:`focused.pipelines`) and ordering the frontier
-(:mod:`focused.scheduler`) are other components' jobs.
+(:mod:`focused.core.scheduler`) are other components' jobs.
 
 Usage::
 
@@ -25,21 +25,21 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from focused.analysis import is_auto, workers_for
+from focused.analysis.client import AUTO_START_AFTER, PageAnalysis
+from focused.analysis.outlinks import take_links
+from focused.analysis.worker import is_auto, workers_for
+from focused.core.linkrequest import LinkRequest
+from focused.core.runtime import CrawlRuntime
 from focused.errors import ConfigError
 from focused.frontier.settings import uses_redis
 from focused.items import PageItem
-from focused.jobs import SCRAPYD_ARGUMENTS, apply_job
-from focused.learning.htmlpage import ParsedPage, parse_page
-from focused.linkrequest import LinkRequest
-from focused.outlinks import take_links
-from focused.page_analysis import AUTO_START_AFTER, PageAnalysis
+from focused.page.parse import ParsedPage, parse_page
 from focused.priority import SEED_PRIORITY
-from focused.profiles import apply_profile
-from focused.redis_seeds import RedisSeeds
-from focused.runtime import CrawlRuntime
-from focused.scoring import PARSED_META_KEY
-from focused.validation import ARGUMENT_SETTINGS, parse_seeds, read_seeds_file
+from focused.settings.profiles import apply_profile
+from focused.settings.scrapyd import SCRAPYD_ARGUMENTS, apply_job
+from focused.settings.validation import ARGUMENT_SETTINGS, parse_seeds, read_seeds_file
+from focused.spidermiddlewares.scoring import PARSED_META_KEY
+from focused.spiders.redis_seeds import RedisSeeds
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -174,5 +174,5 @@ class FocusedSpider(scrapy.Spider):
 
     def _take_links(self, response: TextResponse, parsed: ParsedPage) -> tuple[list[str], int]:
         """The page's outlinks (at most ``max_links``) and how many ``<a href>`` were left unread
-        (:func:`focused.outlinks.take_links`)."""
+        (:func:`focused.analysis.outlinks.take_links`)."""
         return take_links(parsed, response.url, response.encoding, self.max_links)

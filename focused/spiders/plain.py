@@ -14,7 +14,7 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
-from focused.profiles import apply_profile
+from focused.settings.profiles import apply_profile
 from focused.spiders.focused import parse_seeds
 
 
@@ -25,12 +25,12 @@ class PlainSpider(scrapy.Spider):
     custom_settings = {  # noqa: RUF012 (Scrapy reads it as a class attribute)
         "SCHEDULER": "scrapy.core.scheduler.Scheduler",
         "SPIDER_MIDDLEWARES": {
-            "focused.scoring.LinkScoringMiddleware": None,
-            "focused.restrict.RestrictToCrawlMiddleware": None,
+            "focused.spidermiddlewares.scoring.LinkScoringMiddleware": None,
+            "focused.spidermiddlewares.restrict.RestrictToCrawlMiddleware": None,
         },
         "ITEM_PIPELINES": {"focused.pipelines.CriticPipeline": None},
         # a spider's component dicts replace the project's: list what stays on
-        "EXTENSIONS": {"focused.extensions.StatsFile": 510},
+        "EXTENSIONS": {"focused.extensions.harvest.StatsFile": 510},
     }
     _extractor = LinkExtractor(unique=True)
 

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from focused.corpora.wikispeedia import load_wikispeedia
-from focused.learning.crossfit import CrossFitCritic
+from focused.learning.critic.crossfit import CrossFitCritic
 from focused.wiki import render
 from focused.wiki.critic import DEFAULT_ALPHA, DEFAULT_N_FEATURES, cross_validate, page_texts, train_wiki_critic
 from focused.wiki.graph import (
@@ -109,7 +109,7 @@ def prepare_wiki_track(
     :data:`TRACK_VERSION` or topics, or when the web was rebuilt; all with ``force``.
     Every topic must resolve in the critic (``UnknownTopicError`` otherwise). With
     ``url_features`` the critic reads the articles' URL words too, with ``verdict_head`` its folds judge
-    pages with a discriminative head (:mod:`focused.learning.verdict_head`); each its own file and manifest.
+    pages with a discriminative head (:mod:`focused.learning.critic.verdict_head`); each its own file and manifest.
     """
     archive = Path(archive) if archive is not None else default_archive()
     out = Path(out_dir)

@@ -39,8 +39,8 @@ import numpy as np
 
 from focused.corpora.wikispeedia import Wikispeedia
 from focused.learning.critic import Critic
-from focused.learning.crossfit import CrossFitCritic
-from focused.learning.text import html_to_text
+from focused.learning.critic.crossfit import CrossFitCritic
+from focused.page.text import html_to_text
 from focused.wiki import render
 from focused.wiki.graph import class_examples
 from focused.wiki.taxonomy import Taxonomy, build_taxonomy
@@ -84,7 +84,7 @@ def train_wiki_critic(
 
     ``examples`` (the default seeds) hold each class's 3 seed URLs. ``critic_args``
     go to :meth:`Critic.train` (``n_features``, ``alpha``, ...). With ``url_features`` the
-    critic learns from each article's URL words too (:mod:`focused.learning.urlwords`).
+    critic learns from each article's URL words too (:mod:`focused.learning.critic.urlwords`).
     """
     taxonomy = taxonomy or build_taxonomy(wiki.categories)
     texts = texts if texts is not None else page_texts(wiki, rendered=rendered)
@@ -115,7 +115,7 @@ def cross_validate(
     """Top-1 accuracy of a cross-fitted critic over the categorised articles, each by its held-out model.
 
     A prediction is correct when it is one of the article's classes. With ``verdicts``, of the
-    verdicts (the folds' verdict heads, :mod:`focused.learning.verdict_head`) rather than naive Bayes.
+    verdicts (the folds' verdict heads, :mod:`focused.learning.critic.verdict_head`) rather than naive Bayes.
     """
     taxonomy = taxonomy or build_taxonomy(wiki.categories)
     texts = texts if texts is not None else page_texts(wiki, rendered=critic.metadata.get("text") != "plain")

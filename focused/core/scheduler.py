@@ -1,0 +1,401 @@
+"""A Scrapy scheduler whose frontier is globally best-first, re-scorable and durable.
+
+Scrapy's default scheduler keeps one queue per priority value (and, with
+``DownloaderAwarePriorityQueue``, per domain), cannot change the priority of a
+waiting request, drops a URL found again by another parent, and with
+``JOBDIR`` loses every waiting request when the process is killed. This
+scheduler keeps its frontier in a :class:`~focused.frontier.store.FrontierStore`:
+
+* one best-first order over every waiting request;
+* a URL found again while waiting merges the new parent's priority
+  (``FOCUSED_PARENT_AGGREGATION``) instead of being dropped;
+* other components re-score the waiting requests by sending the
+  :data:`focused.signals.rescore_frontier` signal with a ``scorer``;
+* the seen-set is the store's, so it cannot disagree with the frontier
+  (``DUPEFILTER_CLASS`` is not used; duplicates are counted in
+  ``dupefilter/filtered`` and logged as Scrapy's dupefilter does);
+* no request is handed out while more downloaded pages than
+  ``FOCUSED_MAX_UNSCORED_PAGES`` await scoring (their links may outrank
+  every waiting URL): a bounded look-ahead, 0 for strict best-first;
+* a popped request is *leased*: it stays in the store, in flight, until the
+  engine has fully handled its response (page stored in the crawl database,
+  outlinks scored and enqueued) or given up on it; only then is it
+  acknowledged. With ``JOBDIR`` the store is SQLite
+  (:class:`~focused.frontier.sqlite.SQLiteStore`), so after a crash or a kill
+  every in-flight request goes back to waiting and nothing is lost;
+* with ``REDIS_URL`` the store is Redis
+  (:class:`~focused.frontier.redis.RedisStore`), shared by every crawler
+  process of the crawl: a worker does not close while another holds leases
+  (their pages may bring new URLs), and one whose Redis is gone for longer
+  than ``FOCUSED_REDIS_RETRY_SECONDS`` stops with one error line.
+
+A request may carry a compact payload (for example hashed link features) in
+``request.meta["focused_payload"]``; the scheduler moves it out of the meta
+into the store, as bytes.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeVar, cast
+
+from scrapy import signals as scrapy_signals
+from scrapy.exceptions import DontCloseSpider
+from scrapy.http import Request
+from scrapy.utils.defer import deferred_from_coro
+from scrapy.utils.job import job_dir
+from twisted.internet import task
+from twisted.internet.base import DelayedCall
+
+from focused import signals
+from focused.core.enginestate import engine_requests, unscored_pages
+from focused.core.fingerprints import UrlFingerprints
+from focused.frontier.leases import Leases
+from focused.frontier.memory import MemoryStore
+from focused.frontier.payloads import decode_link_batch, decode_payloads, encode_payload
+from focused.frontier.settings import check_jobdir as check_jobdir  # imported from here by older code
+from focused.frontier.settings import open_store, store_name
+from focused.frontier.store import FrontierStore, Push, PushResult, StoreError
+from focused.urls import collapse_aliases
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+    from scrapy.spiders import Spider
+
+    from focused.crawldb import CrawlDB
+
+logger = logging.getLogger(__name__)
+
+PAYLOAD_META_KEY = "focused_payload"
+#: The payload already encoded (:func:`~focused.frontier.payloads.encode_payloads`), kept as it is. Plain bytes,
+#: which the garbage collector does not track: a frontier of objects it tracks lengthens every full collection.
+PAYLOAD_BYTES_META_KEY = "focused_payload_bytes"
+
+#: A re-scoring function: given, for each waiting request, the payloads of its parents (a
+#: :class:`~focused.learning.apprentice.linkbatch.LinkBatch` when all are link payloads), return each
+#: request's new priority (or None to keep it).
+Scorer = Callable[[Sequence[Sequence[Any]]], Sequence[int | None]]
+
+T = TypeVar("T")
+
+
+def _unless_the_store_fails(default: Any) -> Callable[[Callable[..., T]], Callable[..., T]]:
+    """A scheduler method that returns ``default`` and stops the crawl if its store gives up (Redis gone)."""
+
+    def wrap(method: Callable[..., T]) -> Callable[..., T]:
+        @functools.wraps(method)
+        def guarded(self: FocusedScheduler, *args: Any) -> T:
+            try:
+                return method(self, *args)
+            except StoreError as exc:
+                self._store_failed(exc)
+                return default
+
+        return guarded
+
+    return wrap
+
+
+#: The crawler attribute that holds its :class:`FocusedScheduler`.
+SCHEDULER_ATTR = "_focused_scheduler"
+
+
+class FocusedScheduler:
+    """Best-first scheduler over a frontier store (see the module docstring)."""
+
+    def __init__(self, crawler: Crawler, jobdir: str | None = None) -> None:
+        settings = crawler.settings
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.jobdir = jobdir
+        self.debug_duplicates = settings.getbool("DUPEFILTER_DEBUG")
+        self._logged_duplicate = False
+        self.store_name = store_name(settings, jobdir)
+        self.commit_seconds = settings.getfloat("FOCUSED_FRONTIER_COMMIT_SECONDS", 1.0)
+        # a page is one frontier entry whatever alias names it (FOCUSED_URL_ALIASES): outlinks arrive
+        # collapsed already (focused.spidermiddlewares.canonical), seeds as the user gave them
+        alias = collapse_aliases if settings.getbool("FOCUSED_URL_ALIASES") else None
+        self._fingerprint = UrlFingerprints(crawler.request_fingerprinter, alias=alias)
+        self.store: FrontierStore = MemoryStore()  # replaced in open()
+        self.spider: Spider | None = None
+        self._opened = False
+        #: popped requests not yet acknowledged
+        self._leases = Leases()
+        self._crawldb: CrawlDB | None = None
+        self._timer: task.LoopingCall | None = None
+        #: dont_filter keys of workers sharing a frontier must differ
+        self._unfiltered = f"{uuid.uuid4().hex[:12]}:" if self.store_name == "redis" else ""
+        self._idle_since: float | None = None
+        self._wake: DelayedCall | None = None
+        self._store_error: StoreError | None = None
+        #: FOCUSED_FRONTIER_MAX_SIZE (0: no cap)
+        self.max_size = settings.getint("FOCUSED_FRONTIER_MAX_SIZE", 0)
+        #: FOCUSED_MAX_UNSCORED_PAGES: no request is handed out while more pages than this await scoring
+        self.max_unscored = settings.getint("FOCUSED_MAX_UNSCORED_PAGES", 16)
+        self._cap_warned = False
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        scheduler = cls(crawler, job_dir(crawler.settings))
+        setattr(
+            crawler, SCHEDULER_ATTR, scheduler
+        )  # for focused.spidermiddlewares.scoring's early drop of settled links
+        crawler.signals.connect(scheduler._on_rescore, signal=signals.rescore_frontier)
+        crawler.signals.connect(scheduler._on_crawldb_opened, signal=signals.crawldb_opened)
+        if scheduler.store_name == "redis":
+            crawler.signals.connect(scheduler._on_idle, signal=scrapy_signals.spider_idle)
+        return scheduler
+
+    # -- Scrapy scheduler interface -------------------------------------------------
+
+    def open(self, spider: Spider) -> None:
+        self.spider = spider
+        self.store = open_store(self.crawler.settings, self.store_name, self.jobdir, spider)
+        self._opened = True
+        self.stats.set_value("focused/frontier/store", self.store_name)
+        if self.jobdir:
+            requeued = self.store.requeued
+            self.stats.set_value("focused/frontier/requeued", requeued)
+            if len(self.store) or requeued:
+                logger.info(
+                    "Resuming crawl from %s: %d waiting requests (%d were in flight when it stopped and "
+                    "will be fetched again)", self.jobdir, len(self.store), requeued,
+                )  # fmt: skip
+        self._timer = task.LoopingCall(self._tick)
+        self._timer.start(max(0.05, min(self.commit_seconds, 1.0)), now=False)
+
+    def close(self, reason: str) -> None:
+        if self._timer is not None and self._timer.running:
+            self._timer.stop()
+        if self._wake is not None and self._wake.active():
+            self._wake.cancel()
+        if not self._opened:
+            return
+        try:
+            if self._store_error is None:
+                self._settle()
+            self.store.close()
+        except StoreError as exc:  # Redis went away while closing: its leases come back when they expire
+            logger.error("%s", exc)
+            return
+        if self.store_name == "redis":
+            self.stats.set_value("focused/frontier/requeued", self.store.requeued)
+        if self.jobdir:
+            logger.info(
+                "Frontier saved in %s: %d waiting, %d in flight; resume with the same JOBDIR",
+                self.jobdir, len(self.store), self.store.in_flight,
+            )  # fmt: skip
+
+    @_unless_the_store_fails(False)
+    def has_pending_requests(self) -> bool:
+        return self._store_error is None and len(self.store) > 0
+
+    @_unless_the_store_fails(0)
+    def __len__(self) -> int:
+        return len(self.store)
+
+    @_unless_the_store_fails(False)
+    def enqueue_request(self, request: Request) -> bool:
+        payload = request.meta.pop(PAYLOAD_META_KEY, None)
+        blob = request.meta.pop(PAYLOAD_BYTES_META_KEY, None)
+        if blob is None and payload is not None:
+            blob = encode_payload(payload)
+        if request.dont_filter:
+            n = int(self.store.get_meta("unfiltered", 0)) + 1
+            self.store.set_meta("unfiltered", n)
+            key = f"unfiltered:{self._unfiltered}{n}"
+        else:
+            key = self._fingerprint(request).hex()
+        result = self.store.push_many([Push(key, request, request.priority, blob)])[0]
+        if result is PushResult.SEEN:
+            self._log_duplicate(request)
+            return False
+        if result is PushResult.MERGED:
+            self.stats.inc_value("focused/frontier/merged")
+            return False
+        size = len(self.store)
+        if self.max_size and size > self.max_size + self.max_size // 100:
+            size = self._drop_lowest(size)
+        self.stats.inc_value("scheduler/enqueued")
+        self.stats.set_value("focused/frontier/size", size)
+        self.stats.max_value("focused/frontier/max_size", size)
+        return True
+
+    @_unless_the_store_fails(None)
+    def next_request(self) -> Request | None:
+        if self._store_error is not None:
+            return None
+        self._settle()
+        unscored = unscored_pages(self.crawler)
+        if unscored is not None and unscored > self.max_unscored:
+            # the links of those pages may outrank every waiting URL: the engine asks again once a page
+            # is through (each download's completion schedules its next call)
+            self.stats.inc_value("focused/frontier/held_back")
+            return None
+        popped = self.store.pop_many(1)
+        if not popped:
+            return None
+        entry = popped[0]
+        self._idle_since = None  # busy again: a later idle spell waits FOCUSED_REDIS_IDLE_SECONDS afresh
+        if entry.attempts > 0:
+            self.stats.inc_value("focused/frontier/refetched")
+        request: Request = entry.item
+        request.priority = entry.priority
+        self._leases.lease(request, entry.key, self._submitted())
+        self.stats.inc_value("scheduler/dequeued")
+        self.stats.set_value("focused/frontier/size", len(self.store))
+        return request
+
+    def _drop_lowest(self, size: int) -> int:
+        """Over FOCUSED_FRONTIER_MAX_SIZE (by 1%, so that this runs once per 1% of growth): drop the
+        lowest-priority waiting URLs down to the cap. Returns the new size."""
+        drop = getattr(self.store, "drop_lowest", None)
+        if drop is None:  # the Redis store has no cap
+            if not self._cap_warned:
+                logger.warning("FOCUSED_FRONTIER_MAX_SIZE is not applied by the %s frontier store", self.store_name)
+                self._cap_warned = True
+            return size
+        dropped = drop(size - self.max_size)
+        self.stats.inc_value("focused/frontier/dropped", dropped)
+        return len(self.store)
+
+    def take_early(self, requests: list[Request], merge: Callable[[Request], bool]) -> tuple[list[Request], int]:
+        """A page's links before the engine: those to URLs fetched or being fetched are dropped (counted in
+        ``dupefilter/filtered``), those to URLs waiting are merged into their entries as
+        :meth:`enqueue_request` would, when ``merge(request)`` (``focused/frontier/merged_early``). Returns
+        the requests left for the engine and the count merged; all of them if the store cannot tell
+        cheaply (the Redis store). Counted once per page, not per link (a stats call is not free)."""
+        settled = getattr(self.store, "settled", None)
+        if settled is None or self._store_error is not None:
+            return requests, 0
+        waiting = self.store.waiting  # type: ignore[attr-defined]  # the stores with settled have it
+        out: list[Request] = []
+        dropped = merged = 0
+        for request in requests:
+            if request.dont_filter:
+                out.append(request)
+                continue
+            key = self._fingerprint(request).hex()
+            if settled(key):
+                dropped += 1
+                self._log_duplicate(request, count=False)
+            elif merge(request) and waiting(key):
+                merged += 1
+                self.enqueue_request(request)
+            else:
+                out.append(request)
+        if dropped:
+            self.stats.inc_value("dupefilter/filtered", dropped)
+        if merged:
+            self.stats.inc_value("focused/frontier/merged_early", merged)
+        return out, merged
+
+    def _log_duplicate(self, request: Request, count: bool = True) -> None:
+        if count:
+            self.stats.inc_value("dupefilter/filtered")
+        if self.debug_duplicates:
+            logger.debug("Filtered duplicate request: %s", request)
+        elif not self._logged_duplicate:
+            logger.debug("Filtered duplicate request: %s - no more duplicates will be shown", request)
+            self._logged_duplicate = True
+
+    # -- leases ----------------------------------------------------------------------
+
+    def _settle(self) -> None:
+        """Acknowledge the leased requests the engine is done with, once their pages are durable
+        (:class:`~focused.frontier.leases.Leases`)."""
+        if self._leases:
+            committed = self._crawldb.committed if self._crawldb is not None else math.inf
+            keys = self._leases.due(lambda: engine_requests(self.crawler), self._submitted(), committed)
+            if keys:
+                self.store.ack_many(keys)
+
+    def _submitted(self) -> int:
+        return self._crawldb.submitted if self._crawldb is not None else 0
+
+    @_unless_the_store_fails(None)
+    def _tick(self) -> None:
+        if self._store_error is None:
+            self._settle()
+            self.store.maybe_commit()
+
+    # -- a shared frontier -------------------------------------------------------------
+
+    def _on_idle(self) -> None:
+        """Keep an idle worker of a shared frontier open while other workers hold leases, and
+        ``FOCUSED_REDIS_IDLE_SECONDS`` more: their pages may bring new URLs. Meanwhile it looks for
+        work every ``FOCUSED_REDIS_POLL_SECONDS`` (Scrapy's engine alone looks every 5 s)."""
+        if self._store_error is not None:
+            return
+        try:
+            others = self.store.in_flight - len(self._leases)
+            busy = others > 0 or len(self.store) > 0
+        except StoreError as exc:
+            self._store_failed(exc)
+            return
+        now = time.monotonic()
+        if busy or self._idle_since is None:
+            self._idle_since = now
+        idle_seconds = self.crawler.settings.getfloat("FOCUSED_REDIS_IDLE_SECONDS", 0.0)
+        if busy or now - self._idle_since < idle_seconds:
+            logger.debug("Shared frontier: %d waiting, %d in flight at other workers; staying open", len(self), others)
+            self._wake_soon()
+            raise DontCloseSpider
+
+    def _wake_soon(self) -> None:
+        """Have the engine look for requests again in ``FOCUSED_REDIS_POLL_SECONDS``: if the frontier is
+        still empty it goes idle again (and here again), else it fetches."""
+        if self._wake is not None and self._wake.active():
+            return
+        try:
+            nextcall = getattr(getattr(self.crawler.engine, "_slot", None), "nextcall", None)
+        except RuntimeError:  # no engine (a scheduler driven by hand)
+            return
+        if nextcall is None:
+            return
+        from twisted.internet import reactor
+
+        delay = max(0.01, self.crawler.settings.getfloat("FOCUSED_REDIS_POLL_SECONDS", 0.5))
+        self._wake = cast(Any, reactor).callLater(delay, nextcall.schedule)
+
+    def _store_failed(self, exc: StoreError) -> None:
+        """The store gave up (Redis gone for longer than its retry time): one error line, and the crawl stops."""
+        if self._store_error is not None:
+            return
+        self._store_error = exc
+        logger.error("%s", exc)
+        self.stats.set_value("focused/frontier/error", str(exc))
+        try:
+            engine = self.crawler.engine
+        except RuntimeError:  # no engine (a scheduler driven by hand)
+            return
+        deferred_from_coro(engine.close_spider_async(reason="frontier_unavailable"))
+
+    def _on_crawldb_opened(self, db: CrawlDB) -> None:
+        self._crawldb = db
+
+    # -- re-scoring -------------------------------------------------------------------
+
+    def rescore(self, scorer: Scorer) -> int:
+        """Re-evaluate every waiting request with ``scorer``; returns how many changed."""
+
+        def rescorer(blobs: list[list[bytes]]) -> Sequence[int | None]:
+            batch = decode_link_batch(blobs)  # the apprentice's payloads as arrays: no object per link
+            if batch is not None:
+                return scorer(batch)
+            decoded = iter(decode_payloads([b for entry in blobs for b in entry]))  # one batch: faster
+            return scorer([[next(decoded) for _ in entry] for entry in blobs])
+
+        changed = self.store.rescore(rescorer)
+        self.stats.inc_value("focused/frontier/rescored", len(self.store))
+        return changed
+
+    def _on_rescore(self, scorer: Scorer) -> int:
+        return self.rescore(scorer)

@@ -1,0 +1,11 @@
+"""The crawler's Scrapy extensions, one per module.
+
+- ``apprentice/``: The apprentice's feedback extension: retraining from the critic's verdicts, in one process or
+  shared over Redis.
+- ``choicelog``: The extension that records why each page was fetched, for ``focused report``.
+- ``gctuning``: Garbage collection tuned for a long crawl: start-up objects frozen, the youngest generation collected
+  less often.
+- ``harvest``: Crawl progress: harvest and loss in the log every N pages, and the page budget.
+- ``intelligent``: The extension that keeps the intelligent crawler's statistics K learning (Aggarwal et al. 2001).
+- ``reactorlag``: How long the reactor was kept from its timers: the longest lag of a 50 ms tick, as a stat.
+"""

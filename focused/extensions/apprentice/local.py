@@ -1,0 +1,265 @@
+"""The extension that drives the apprentice's online relevance feedback (paper §2.2, §3.7).
+
+On every labelled page it tells the apprentice (new training instances); when a
+batch of ``FOCUSED_APPRENTICE_BATCH`` pages is complete it trains in a thread
+(``deferToThread``) while the crawl goes on with the frozen model, then swaps
+the new model in and re-scores every waiting URL through the scheduler
+(:data:`focused.signals.rescore_frontier`). With ``JOBDIR`` the apprentice
+(learner, current model, pending links) is checkpointed after every batch, in
+the training thread, and on close (:mod:`focused.learning.apprentice.checkpoint`, no
+pickle); a resumed crawl restores the last checkpoint and re-scores the
+waiting URLs with its model, so a kill costs at most one batch of learning.
+
+With a Redis frontier the workers learn together instead
+(:class:`focused.extensions.apprentice.shared.SharedFeedback`, ``FOCUSED_APPRENTICE_SHARED``).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from scrapy import signals as scrapy_signals
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.job import job_dir
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThread
+
+from focused import signals
+from focused.core.runtime import CrawlRuntime
+from focused.errors import ConfigError
+from focused.learning.apprentice import ApprenticeModel
+from focused.learning.apprentice.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
+from focused.strategies import ApprenticeStrategy
+
+if TYPE_CHECKING:
+    from scrapy.crawler import Crawler
+    from twisted.python.failure import Failure
+
+    from focused.pipelines import LabelledPage
+
+logger = logging.getLogger(__name__)
+
+CHECKPOINT_DIR = "apprentice"
+#: What focused wrote before checkpoints existed (pickles): never loaded.
+OLD_FILES = ("apprentice-state.pickle", "apprentice.joblib")
+
+
+class RelevanceFeedback:
+    """Feed the apprentice, retrain it per batch off the reactor thread, re-score the frontier."""
+
+    def __init__(self, crawler: Crawler, strategy: ApprenticeStrategy) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.online = strategy.online
+        jobdir = job_dir(crawler.settings)
+        self.checkpoints = Path(jobdir, CHECKPOINT_DIR) if jobdir and self.online.learn else None
+        self.resumed = False
+        self.closing = False
+        self.training = False
+        self._in_flight: Deferred[Any] | None = None
+        self.switched_in_at: int | None = None
+        self._pages = 0
+        self._refreshed = 0  # pages at the last refresh of exploration bonuses and sibling terms
+        #: with an exploration bonus or sibling feedback, the frontier is re-scored every this many pages
+        self.refresh_pages = crawler.settings.getint("FOCUSED_APPRENTICE_REFRESH_PAGES", 50)
+        #: ... up to this many pages (0: the whole crawl); later the learner's retrains re-score, with every term
+        self.refresh_until = crawler.settings.getint("FOCUSED_APPRENTICE_REFRESH_UNTIL", 500)
+        self._sibling_weight = self._last_refresh_weight = 0.0  # the learned sibling weight now, at the last refresh
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> RelevanceFeedback:
+        strategy = CrawlRuntime.of(crawler).strategy
+        if not isinstance(strategy, ApprenticeStrategy):
+            raise NotConfigured
+        from focused.extensions.apprentice.shared import open_shared  # workers of a Redis frontier learn together
+
+        shared = open_shared(crawler, strategy)
+        if shared is not None and strategy.online.gate is not None:
+            # the trainer changes hands between workers, and with it the held-out record: no gate
+            logger.info("Shared apprentice: FOCUSED_APPRENTICE_GATE is off (each worker serves the shared model)")
+            strategy.online.gate = None
+        if shared is not None and strategy.online.siblings is not None:
+            # the workers share instances, not the per-source counts the sibling terms read
+            logger.info("Shared apprentice: FOCUSED_APPRENTICE_SIBLINGS is off (workers share no sibling counts)")
+            strategy.online.siblings = None
+        ext = shared or cls(crawler, strategy)
+        if ext.checkpoints is not None:
+            ext._load_state()
+        crawler.signals.connect(ext.page_labelled, signal=signals.page_labelled)
+        crawler.signals.connect(ext.spider_opened, signal=scrapy_signals.spider_opened)
+        crawler.signals.connect(ext.spider_closed, signal=scrapy_signals.spider_closed)
+        return ext
+
+    def spider_opened(self) -> None:
+        if self.online.model is None:
+            return
+        self._record_model(self.online.model)
+        if self.resumed:  # the saved priorities may predate the last model
+            self._pages = int(self.stats.get_value("focused/pages", 0))
+            self._rescore_frontier(f"Resumed apprentice v{self.online.model.version}")
+
+    def page_labelled(self, page: LabelledPage) -> None:
+        self._pages = page.fetch_order
+        batch_done = self.online.observe_page((page.url, *page.aliases), page.relevance)
+        if batch_done and not self.training:
+            self._in_flight = self._train_batch()
+        elif self._refresh_due() and self._moving_terms():
+            self._refreshed = self._pages
+            self._last_refresh_weight = self._sibling_weight
+            self.stats.inc_value("focused/apprentice/refreshes")
+            if self.online.siblings is not None:
+                weight = round(self.online.siblings.current_weight, 3)
+                self.stats.set_value("focused/apprentice/siblings_weight", weight)
+            if not self.closing:
+                self._rescore_frontier("Exploration bonuses and sibling terms refreshed")
+
+    def _refresh_due(self) -> bool:
+        """``refresh_pages`` since the last refresh, within the first ``refresh_until`` pages."""
+        within = not self.refresh_until or self._pages <= self.refresh_until
+        return within and self._pages >= self._refreshed + self.refresh_pages
+
+    def _moving_terms(self) -> bool:
+        """Terms of a link's score that change between models: exploration bonuses, sibling feedback (unless
+        its learned weight is 0 now and was at the last refresh: every term is 0, a re-scoring changes nothing)."""
+        siblings = self.online.siblings
+        self._sibling_weight = 0.0 if siblings is None else siblings.current_weight
+        return self.online.explore is not None or self._sibling_weight > 0 or self._last_refresh_weight > 0
+
+    def _train_batch(self) -> Deferred[Any]:
+        """Train on the buffered instances in a thread; the callback swaps the model in."""
+        features, relevances = self.online.take_batch()
+        self.training = True
+        started = time.perf_counter()
+        d = deferToThread(self._train_and_checkpoint, features, relevances)
+        d.addCallback(self._trained, len(features), started)
+        d.addErrback(self._failed)
+        return d
+
+    def _train_and_checkpoint(self, features: list[Any], relevances: Any) -> ApprenticeModel | None:
+        """In the training thread: learn the batch, then checkpoint (the learner is not changing now)."""
+        model = self.online.train(features, relevances)
+        if self.checkpoints is not None:
+            try:
+                save_checkpoint(self.checkpoints, self.online, model if model is not None else self.online.model)
+            except OSError as exc:
+                logger.error("Could not checkpoint the apprentice in %s: %s", self.checkpoints, exc)
+        return model
+
+    def _trained(self, model: ApprenticeModel | None, added: int, started: float) -> None:
+        self.training = False
+        self.stats.inc_value("focused/apprentice/instances", added)
+        self.stats.inc_value("focused/apprentice/train_ms", round(1000 * (time.perf_counter() - started)))
+        if model is None:
+            logger.info(
+                "Apprentice not ready yet: %d instances (needs %d in both buckets); links keep %s",
+                self.online.learner.n_instances, self.online.learner.min_instances,
+                "the critic's views of page and anchor" if self.online.snippet_critic else "Pr(c*|u)",
+            )  # fmt: skip
+            return
+        first = self._install(model)
+        gate = self.online.gate
+        if gate is not None:
+            self.stats.set_value("focused/apprentice/gate_open", int(gate.open))
+            self.stats.set_value("focused/apprentice/gate_loss_model", round(gate.loss_model, 4))
+            self.stats.set_value("focused/apprentice/gate_loss_prior", round(gate.loss_prior, 4))
+            if gate.open and self.stats.get_value("focused/apprentice/gate_opened_at") is None:
+                self.stats.set_value("focused/apprentice/gate_opened_at", self._pages)
+            if not (gate.open or self.online.gate_flipped):
+                return  # the prior keeps serving: the frontier's priorities stand
+        if not self.closing:  # the scheduler has closed its store by then
+            what = "switched in" if first else "retrained"
+            if gate is not None:
+                what += f", gate {'open' if gate.open else 'closed'}"
+            self._rescore_frontier(f"Apprentice v{model.version} {what}")
+
+    def _install(self, model: ApprenticeModel) -> bool:
+        """Switch ``model`` in and record it; whether it is the first model of the crawl."""
+        first = self.online.model is None
+        self.online.install(model)
+        if first:
+            self.switched_in_at = self._pages
+            self.stats.set_value("focused/apprentice/switched_in_at", self._pages)
+        self._record_model(model)
+        return first
+
+    def _rescore_frontier(self, what: str) -> None:
+        model = self.online.model
+        started = time.perf_counter()
+        results = self.crawler.signals.send_catch_log(signals.rescore_frontier, scorer=self._rescore)
+        changed = sum(r for _, r in results if isinstance(r, int))
+        seconds = time.perf_counter() - started
+        self.stats.inc_value("focused/apprentice/rescore_ms", round(1000 * seconds))
+        if model is None:  # an exploration refresh before switch-in
+            logger.info(
+                "%s after %d pages: re-scored the frontier in %.2fs (%d changed)", what, self._pages, seconds, changed
+            )
+            return
+        logger.info(
+            "%s after %d pages: %d instances, %.0f%% HIGH (threshold %.3g); "
+            "re-scored the frontier in %.2fs (%d priorities changed)",
+            what, self._pages, model.n_instances, 100 * model.high_rate, model.threshold, seconds, changed,
+        )  # fmt: skip
+
+    def _failed(self, failure: Failure) -> None:
+        self.training = False
+        logger.error(
+            "Apprentice training failed; the crawl goes on with the previous model:\n%s", failure.getTraceback()
+        )
+
+    def _rescore(self, payloads: Sequence[Sequence[Any]]) -> list[int | None]:
+        return self.online.rescore(payloads)
+
+    def _record_model(self, model: ApprenticeModel) -> None:
+        self.stats.set_value("focused/apprentice/version", model.version)
+        self.stats.set_value("focused/apprentice/n_instances", model.n_instances)
+        self.stats.set_value("focused/apprentice/high_rate", round(model.high_rate, 4))
+        self.stats.set_value("focused/apprentice/threshold", round(model.threshold, 4))
+
+    # -- JOBDIR ------------------------------------------------------------------------
+
+    def spider_closed(self) -> Deferred[None] | None:
+        """With JOBDIR: finish the training under way, learn the last instances and checkpoint them.
+
+        Scrapy waits for the returned Deferred, so the checkpoint holds every
+        instance the crawl produced, however fast it was.
+        """
+        if self.checkpoints is None:
+            return None
+        self.closing = True
+        done: Deferred[None] = Deferred()
+        if self.training and self._in_flight is not None:
+            self._in_flight.addBoth(lambda result: done.callback(None))
+        else:
+            done.callback(None)
+        done.addCallback(lambda _: self._train_batch())
+        done.addCallback(
+            lambda _: logger.info(
+                "Saved the apprentice (%d instances) in %s", self.online.learner.n_instances, self.checkpoints
+            )
+        )
+        return done
+
+    def _load_state(self) -> None:
+        assert self.checkpoints is not None
+        jobdir = self.checkpoints.parent
+        old = [name for name in OLD_FILES if (jobdir / name).exists()]
+        if old:
+            raise ConfigError(
+                f"JOBDIR {jobdir} was written by an older focused ({old[0]} is a pickle, which is never "
+                "loaded): start the crawl with a new JOBDIR"
+            )
+        try:
+            model = load_checkpoint(self.checkpoints, self.online)
+        except CheckpointError as exc:
+            raise ConfigError(str(exc)) from exc
+        if not (self.checkpoints / "current.json").exists():
+            return
+        self.resumed = True
+        logger.info(
+            "Resumed the apprentice: %d instances, model %s", self.online.learner.n_instances,
+            f"v{model.version}" if model else "not switched in yet",
+        )  # fmt: skip

@@ -1,0 +1,241 @@
+"""The hashed ⟨t, d⟩ ids of a page's links, without building a feature string per link.
+
+:func:`~focused.learning.apprentice.features.extract_link_features` spells every
+feature of every link (``"course@-1"``), and hashing then reads each string
+back: a few thousand strings per page, most of them the same words at other
+offsets. Here each distinct token is hashed once for all its offsets (a row of
+``2 d_max + 1`` ids, remembered across pages), each DOM leaf becomes a matrix of
+its tokens' rows, and a link's ids are columns of the leaves around it. The ids
+are exactly those of ``compact_many(extract_link_features(...).features)``
+(a test holds them equal), so models, payloads and checkpoints do not change.
+Scrapy-free.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import re
+import threading
+from collections.abc import Iterator, Sequence
+from typing import overload
+
+import numpy as np
+
+from focused.learning.apprentice.features import decode_html, resolve_links
+from focused.page.hashing import FeatureIds, feature_ids
+from focused.page.parse import ParsedPage, parse_page
+
+logger = logging.getLogger(__name__)
+
+#: Distinct tokens whose offset ids one table keeps (``2 d_max + 1`` int32 each, ~150 bytes with
+#: the dict entry: 30 MB); afresh when full. An encyclopedia crawl meets ~130,000 in 1,500 pages.
+MAX_TOKENS = 200_000
+
+
+class OffsetTable:
+    """The ids of ``"{token}@{d}"`` for ``d`` in ``-d_max..d_max``, a row per token, computed once."""
+
+    def __init__(self, ids: FeatureIds, d_max: int, max_tokens: int = MAX_TOKENS) -> None:
+        self.ids = ids
+        self.d_max = d_max
+        self.max_tokens = max_tokens
+        self._row: dict[str, int] = {}
+        self._table = np.zeros((1024, 2 * d_max + 1), dtype=np.int32)
+        self._table[_NO_TOKEN] = -1
+        self._table[_MARK] = -2
+        # A page of many links is scored in a thread while the reactor scores others: rows are
+        # numbered by the dict's size, so adding them must not interleave.
+        self._lock = threading.Lock()
+
+    def rows(self, tokens: Sequence[str]) -> np.ndarray:
+        """A (len(tokens), 2 d_max + 1) matrix: column ``d + d_max`` holds the ids of the tokens at offset d.
+
+        A string that is no token of :func:`~focused.learning.apprentice.features.tokenize` (one character,
+        all digits) gets a row of -1, the leaf mark a row of -2: callers may pass a regex's raw
+        matches and drop the negative ids.
+        """
+        if not tokens:
+            return self._table[:0]
+        with self._lock:
+            if len(self._row) + len(tokens) > self.max_tokens:
+                self._row.clear()
+            where = self._row
+            for tok in set(tokens).difference(where):  # the new ones (set operations: no Python loop per token)
+                where[tok] = self._add(tok)
+            return self._table[np.fromiter(map(where.__getitem__, tokens), dtype=np.intp, count=len(tokens))]
+
+    def _add(self, tok: str) -> int:
+        if tok == _LEAF_MARK:
+            return _MARK
+        if len(tok) < 2 or tok.isdigit():
+            return _NO_TOKEN
+        i = len(self._row) + 2  # rows 0 and 1 are those of non-tokens and of the leaf mark
+        if i >= len(self._table):
+            grown = np.zeros((2 * len(self._table), self._table.shape[1]), dtype=np.int32)
+            grown[: len(self._table)] = self._table
+            self._table = grown
+        self._table[i] = self.ids.uncached(f"{tok}@{d}" for d in range(-self.d_max, self.d_max + 1))
+        return i
+
+
+#: The table rows of strings that are not tokens (ids of -1; hashed ids are never negative) and
+#: of the leaf mark (-2).
+_NO_TOKEN, _MARK = 0, 1
+#: Separates leaves in the one regex pass over a page's leaves: not a word character, and never in
+#: parsed text (control characters are removed before parsing).
+_LEAF_MARK = "\x01"
+_TOKEN_OR_MARK = re.compile(r"[^\W_]+|\x01")
+
+
+_tables: dict[tuple[int, int], OffsetTable] = {}
+
+
+def offset_table(n_features: int, d_max: int) -> OffsetTable:
+    """The process's :class:`OffsetTable` for this width and window."""
+    table = _tables.get((n_features, d_max))
+    if table is None:
+        table = _tables[(n_features, d_max)] = OffsetTable(feature_ids(n_features), d_max)
+    return table
+
+
+def page_link_ids(
+    parsed: ParsedPage, base_url: str, d_max: int, n_features: int
+) -> tuple[list[str], Sequence[np.ndarray], list[str]]:
+    """The page's distinct http(s) link targets (first-occurrence order), the ⟨t, d⟩ ids of each
+    (int32, unsorted, one per token occurrence, every occurrence of the target) and its anchor
+    texts, as :class:`~focused.learning.apprentice.features.PageLinks` has them."""
+    key = (base_url, d_max, n_features)
+    if parsed.link_ids is not None and parsed.link_ids[0] == key:  # computed by the page-analysis worker
+        result: tuple[list[str], Sequence[np.ndarray], list[str]] = parsed.link_ids[1]
+        return result
+    leaves = parsed.leaves
+    index: dict[str, int] = {}
+    urls: list[str] = []
+    anchors: list[str] = []
+    owner: list[int] = []  # per occurrence: its target
+    lefts: list[int] = []
+    rights: list[int] = []
+    for (_, left, right), url in zip(parsed.links, resolve_links(parsed, base_url), strict=True):
+        if url is None:
+            continue
+        i = index.get(url)
+        if i is None:
+            i = index[url] = len(urls)
+            urls.append(url)
+            anchors.append("")
+        owner.append(i)
+        lefts.append(left)
+        rights.append(right)
+        text = " ".join(" ".join(leaves[left : right + 1]).split())
+        if text and text not in anchors[i].split(" | "):
+            anchors[i] = f"{anchors[i]} | {text}" if anchors[i] else text
+    if not urls:
+        return urls, [], anchors
+    return urls, _window_ids(leaves, owner, lefts, rights, len(urls), d_max, n_features), anchors
+
+
+def _window_ids(
+    leaves: list[str],
+    owner: list[int],
+    lefts: list[int],
+    rights: list[int],
+    n_targets: int,
+    d_max: int,
+    n_features: int,
+) -> RaggedIds:
+    """The ids of the tokens within ``d_max`` leaves of every occurrence, grouped by target, in numpy:
+    a Python step per leaf (its tokens), none per (link, leaf, token)."""
+    # every (occurrence, leaf m) pair of the windows, with the offset d of m
+    left, right = np.asarray(lefts, dtype=np.int64), np.asarray(rights, dtype=np.int64)
+    lo, hi = np.maximum(left - d_max, 0), np.minimum(right + d_max, len(leaves) - 1)
+    width = hi - lo + 1
+    pair_occ = np.repeat(np.arange(len(left)), width)
+    starts = np.cumsum(width) - width
+    m = np.repeat(lo, width) + (np.arange(int(width.sum())) - np.repeat(starts, width))
+    d = np.where(m < left[pair_occ], m - left[pair_occ], np.where(m > right[pair_occ], m - right[pair_occ], 0))
+    # the tokens of each leaf some window reads, as rows of the offset table: one regex pass over
+    # the leaves joined by a mark; non-tokens (one letter, all digits) get ids of -1, dropped below
+    needed = np.unique(m)
+    texts = [leaves[k] for k in needed.tolist()]
+    joined = _LEAF_MARK.join(texts)
+    if joined.count(_LEAF_MARK) != len(texts) - 1:  # a leaf with the mark in it (never from the parser)
+        joined = _LEAF_MARK.join([text.replace(_LEAF_MARK, " ") for text in texts])
+    words = _TOKEN_OR_MARK.findall(joined.lower())
+    matrix = offset_table(n_features, d_max).rows(words)
+    marks = np.flatnonzero(matrix[:, 0] == -2) if len(words) else np.zeros(0, dtype=np.int64)
+    first = np.zeros(len(leaves) + 1, dtype=np.int64)  # leaf -> its first row in matrix
+    n_tokens = np.zeros(len(leaves), dtype=np.int64)
+    first[needed] = np.concatenate((np.zeros(1, dtype=np.int64), marks + 1))
+    n_tokens[needed] = np.append(marks, len(words)) - first[needed]
+    # one id per (pair, word of its leaf)
+    per_pair = n_tokens[m]
+    pair_starts = np.cumsum(per_pair) - per_pair
+    total = int(per_pair.sum())
+    rows = np.repeat(first[m], per_pair) + (np.arange(total) - np.repeat(pair_starts, per_pair))
+    ids = matrix[rows, np.repeat(d + d_max, per_pair)] if total else np.zeros(0, dtype=np.int32)
+    target = np.asarray(owner, dtype=np.int64)[np.repeat(pair_occ, per_pair)]
+    valid = ids >= 0
+    # grouped by target and sorted within each (the payload form), in one sort of (target, id) keys
+    keys = target[valid] * n_features + ids[valid]
+    keys.sort()
+    bounds = np.searchsorted(keys, np.arange(n_targets + 1, dtype=np.int64) * n_features)
+    return RaggedIds((keys % n_features).astype(np.int32), bounds)
+
+
+class RaggedIds(Sequence[np.ndarray]):
+    """One array of ids per target, held as one flat array and its bounds: a page's ids cross from the
+    page-analysis worker to the crawl process as two arrays, not one pickled array per link."""
+
+    __slots__ = ("bounds", "flat")
+
+    def __init__(self, flat: np.ndarray, bounds: np.ndarray) -> None:
+        self.flat, self.bounds = flat, bounds
+
+    def __len__(self) -> int:
+        return len(self.bounds) - 1
+
+    @overload
+    def __getitem__(self, i: int) -> np.ndarray: ...
+    @overload
+    def __getitem__(self, i: slice) -> list[np.ndarray]: ...
+    def __getitem__(self, i: int | slice) -> np.ndarray | list[np.ndarray]:
+        if isinstance(i, slice):
+            return [self[k] for k in range(*i.indices(len(self)))]
+        n = len(self)
+        if not -n <= i < n:
+            raise IndexError(f"target {i} of {n}")
+        i %= n
+        return self.flat[self.bounds[i] : self.bounds[i + 1]]
+
+    def __iter__(self) -> Iterator[np.ndarray]:
+        flat, bounds = self.flat, self.bounds.tolist()
+        return (flat[a:b] for a, b in itertools.pairwise(bounds))
+
+    def __reduce__(self) -> tuple[type[RaggedIds], tuple[np.ndarray, np.ndarray]]:
+        return RaggedIds, (self.flat, self.bounds)
+
+
+def parse_for_links(html: str | bytes, base_url: str, encoding: str | None = None) -> ParsedPage:
+    """The page parsed as :func:`~focused.learning.apprentice.features.extract_link_features` parses it;
+    an empty page if it cannot be parsed (never raises on bad input)."""
+    try:
+        return parse_page(html if isinstance(html, str) else decode_html(html, encoding))
+    except Exception:  # libxml2 and the decoders have many ways to fail
+        logger.debug("Could not parse %s", base_url, exc_info=True)
+        return ParsedPage()
+
+
+def with_extra(ids: Sequence[np.ndarray | None], extra: np.ndarray) -> list[np.ndarray]:
+    """Each link's ids plus the page-level ``extra`` ids (None: only those), sorted: the payload form
+    of :func:`~focused.learning.apprentice.features.compact_many`. The rows of :func:`page_link_ids` are
+    sorted already, so without ``extra`` they are taken as they are (a sort per link was a tenth of
+    the crawl process's scoring)."""
+    if not len(extra):
+        empty = np.zeros(0, dtype=np.int32)
+        return [empty if row is None else row.astype(np.int32, copy=False) for row in ids]
+    out = []
+    for row in ids:
+        both = extra if row is None else np.concatenate((row, extra))
+        out.append(np.sort(both).astype(np.int32, copy=False))
+    return out

@@ -1,0 +1,340 @@
+"""Online relevance feedback: the apprentice learns from the critic during a crawl.
+
+Scrapy-free (the crawler's adapters are :class:`focused.strategies.ApprenticeStrategy`
+and :class:`focused.extensions.apprentice.local.RelevanceFeedback`). The loop of the paper's §2.2:
+
+1. When a page u is fetched, the ⟨t,d⟩ features of each of its links (u,v) are
+   extracted in one pass (:func:`~focused.learning.apprentice.linkids.page_link_ids`, the ids of
+   :func:`~focused.learning.apprentice.features.extract_link_features`)
+   and kept as compact hashed ids, both with the waiting request (so the
+   frontier can be re-scored) and here, keyed by v, until v is fetched.
+2. When v is fetched and the critic has judged it, every kept link (u,v)
+   becomes a training instance ⟨features(u,v), Pr(c*|v)⟩. A link found to a
+   page fetched earlier becomes an instance at once. Instances wait in a
+   buffer until the current batch of ``batch_size`` pages is complete.
+3. At the end of a batch the buffered instances are added to the learner; once
+   it has enough (``Apprentice.min_instances``, both buckets non-empty) a new
+   frozen model is fitted (in a thread, by the caller), switched in, and the
+   waiting frontier is re-scored with it (:meth:`OnlineApprentice.rescore`).
+
+Until the first model exists, links get the baseline's Pr(c*|u), or, with a
+snippet critic (the default in a crawl), a blend of the critic's two views of
+the link: ``σ((1 − w)·logit Pr(c*|u) + w·logit Pr(c*|anchor))``. The same two
+views are side features of every instance, which the model stacks with the
+⟨t,d⟩ evidence (see :mod:`focused.learning.apprentice`).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from focused.learning.apprentice import Apprentice, ApprenticeModel
+from focused.learning.apprentice.explore import NoveltyBonus, shift_logits
+from focused.learning.apprentice.gate import SwitchGate
+from focused.learning.apprentice.linkbatch import LinkBatch
+from focused.learning.apprentice.linkids import parse_for_links
+from focused.learning.apprentice.pagelinks import page_payloads
+from focused.learning.apprentice.payload import LinkPayload, page_key, target_group
+from focused.learning.apprentice.payload import unpack as _unpack
+from focused.learning.apprentice.siblings import SiblingFeedback, payload_tags
+from focused.learning.apprentice.state import OnlineState
+from focused.learning.critic.snippet import SNIPPET_MEMO as SNIPPET_MEMO
+from focused.learning.critic.snippet import SnippetCritic, make_snippet_critic
+from focused.page.parse import ParsedPage
+from focused.priority import score_to_priority
+
+logger = logging.getLogger(__name__)
+
+__all__ = ["LinkPayload", "OnlineApprentice", "SnippetCritic", "make_snippet_critic", "page_key"]
+
+
+class OnlineApprentice(OnlineState):
+    """The apprentice's state during one crawl (see the module docstring).
+
+    Parameters
+    ----------
+    learner
+        The incremental learner; a pre-trained one (``Apprentice.load``) warm-starts it.
+    d_max
+        Largest DOM offset of the ⟨t,d⟩ features.
+    class_features
+        Add the critic's top classes of u with their prefixes (§3.8).
+    batch_size
+        Pages per batch (the paper's B): instances are added and the model is
+        retrained when a batch completes.
+    learn
+        ``False`` freezes the apprentice: a pre-trained model serves the whole
+        crawl (the paper's §3.5 offline mode).
+    aggregation
+        How the scores of a URL's several parents combine when the frontier is
+        re-scored (``first``, ``max``, ``mean``), as in the scheduler.
+    snippet_critic
+        The critic applied to anchor texts; required when the learner has side
+        features (``learner.n_side == 2``), unused otherwise.
+    anchor_weight
+        ``w`` of the priority before the first model (module docstring).
+    gate
+        A model serves links only while its progressive held-out log-loss beats
+        the calibrated prior's (:mod:`focused.learning.apprentice.gate`; needs side features).
+    explore
+        An exploration bonus for links of little-seen features (:mod:`focused.learning.apprentice.explore`).
+    siblings
+        Sibling feedback (:mod:`focused.learning.apprentice.siblings`; needs side features): the source page's
+        tag becomes the last column of every payload's side views.
+    """
+
+    def __init__(
+        self,
+        learner: Apprentice,
+        *,
+        d_max: int = 5,
+        class_features: bool = False,
+        batch_size: int = 200,
+        learn: bool = True,
+        aggregation: str = "max",
+        snippet_critic: SnippetCritic | None = None,
+        anchor_weight: float = 0.7,
+        gate: bool = False,
+        explore: NoveltyBonus | None = None,
+        siblings: SiblingFeedback | None = None,
+    ) -> None:
+        if learner.n_side not in (0, 2):
+            raise ValueError(f"the apprentice has {learner.n_side} side features; the crawler computes 0 or 2")
+        if learner.n_side and snippet_critic is None:
+            raise ValueError("an apprentice with side features needs a snippet critic")
+        if not 0.0 <= anchor_weight <= 1.0:
+            raise ValueError(f"anchor_weight must be in [0, 1], got {anchor_weight}")
+        self.learner = learner
+        self.snippet_critic = snippet_critic if learner.n_side else None
+        self.anchor_weight = float(anchor_weight)
+        self.d_max = int(d_max)
+        self.class_features = bool(class_features)
+        self.batch_size = max(1, int(batch_size))
+        self.learn = learn
+        self.aggregation = aggregation
+        self.model: ApprenticeModel | None = None
+        self._lock = threading.Lock()
+        self._pending: dict[str, list[LinkPayload]] = {}
+        self._fetched: dict[str, float] = {}
+        self._buffer: list[tuple[LinkPayload, float, int]] = []  # payload, target's relevance, target_group
+        self._stale: list[int] = []  # buffer positions of links found to pages fetched before them
+        #: of the last batch taken, the instances whose target was fetched after the link was found
+        self.batch_fresh: np.ndarray = np.zeros(0, dtype=bool)
+        self.batch_groups: np.ndarray = np.zeros(0, dtype=np.int64)  # and their target_group
+        self._pages_in_batch = 0
+        self.instances_seen = 0
+        self.gate = SwitchGate() if gate and learner.n_side == 2 and learn else None
+        self.gate_flipped = False  # the last batch opened or closed the gate
+        self.explore = explore
+        self.siblings = siblings if learner.n_side else None
+
+    # -- features -----------------------------------------------------------------
+
+    def link_features(
+        self,
+        url: str,
+        html: str,
+        relevance: float,
+        top_classes: Sequence[str],
+        links: Sequence[str],
+        *,
+        parsed: ParsedPage | None = None,
+    ) -> list[LinkPayload]:
+        """The payload of each link (u, v) of page u, in the order of ``links`` (see
+        :func:`~focused.learning.apprentice.pagelinks.page_payloads`); ``parsed`` is the page's one parse, if the
+        caller has it."""
+        return page_payloads(
+            parse_for_links(html, url) if parsed is None else parsed,
+            url,
+            links,
+            relevance=relevance,
+            top_classes=top_classes,
+            n_features=self.learner.n_features,
+            d_max=self.d_max,
+            with_classes=self.class_features,
+            snippet_critic=self.snippet_critic,
+            tagged=self.siblings is not None,
+            regions=self.siblings is not None and self.siblings.regions,
+        )
+
+    # -- the feedback loop --------------------------------------------------------
+
+    def observe_links(self, links: Sequence[str], payloads: Sequence[LinkPayload]) -> None:
+        """Remember the links of a fetched page until their targets are fetched."""
+        with self._lock:
+            if self.siblings is not None:
+                self.siblings.note_source(payloads)
+            to_judged: list[LinkPayload] = []
+            judged: list[float] = []
+            for link, payload in zip(links, payloads, strict=True):
+                key = page_key(link)
+                relevance = self._fetched.get(key)
+                if relevance is not None:
+                    self._stale.append(len(self._buffer))
+                    self._buffer.append((payload, relevance, target_group(key)))
+                    if self.explore is not None:
+                        self.explore.observe([payload.ids])
+                    to_judged.append(payload)
+                    judged.append(relevance)
+                else:
+                    self._pending.setdefault(key, []).append(payload)
+            if self.siblings is not None and to_judged:
+                self.siblings.observe_links_to_judged(to_judged, judged, self.prior)
+
+    def observe_page(self, urls: Sequence[str], relevance: float) -> bool:
+        """A page (and the URLs it was requested under) was judged by the critic.
+
+        Returns ``True`` when a batch is complete (time to train).
+        """
+        with self._lock:
+            keys = [page_key(url) for url in urls]
+            group = target_group(keys[0]) if keys else -1  # one page: one group, whatever its alias
+            found: list[LinkPayload] = []
+            for key in keys:
+                self._fetched[key] = float(relevance)
+                found += self._pending.pop(key, ())
+            self._buffer.extend((payload, float(relevance), group) for payload in found)
+            if self.explore is not None:
+                self.explore.observe([p.ids for p in found])
+                self.explore.page_fetched(relevance)
+            if self.siblings is not None:
+                self.siblings.observe_payloads(found, relevance, self.prior)
+                self.siblings.page_judged(relevance)
+            self._pages_in_batch += 1
+            return self.learn and self._pages_in_batch >= self.batch_size
+
+    def take_batch(self) -> tuple[list[LinkPayload], np.ndarray]:
+        """The buffered instances (link payloads and target relevances); starts a new batch."""
+        with self._lock:
+            batch, self._buffer = self._buffer, []
+            self.batch_fresh = np.ones(len(batch), dtype=bool)
+            self.batch_fresh[self._stale] = False
+            self._stale = []
+            self._pages_in_batch = 0
+            self.batch_groups = np.array([group for _, _, group in batch], dtype=np.int64)
+        return [payload for payload, _, _ in batch], np.array([rel for _, rel, _ in batch], dtype=np.float64)
+
+    def train(self, payloads: list[LinkPayload], relevances: np.ndarray) -> ApprenticeModel | None:
+        """Add a batch to the learner and fit a new model if it is ready (thread-safe, slow)."""
+        self.gate_flipped = False
+        if payloads:
+            ids, side = _unpack(payloads, self.learner.n_side)
+            if self.gate is not None and side is not None and self.model is not None:
+                # progressive validation on the links whose target was unknown when they were found
+                fresh = self.batch_fresh if len(self.batch_fresh) == len(payloads) else np.ones(len(payloads), bool)
+                idx = np.flatnonzero(fresh)
+                model_p = self.model.predict([ids[i] for i in idx], side[idx])
+                self.gate_flipped = self.gate.validate(model_p, self.prior_logit(side[idx]), relevances[idx])
+            groups = self.batch_groups if len(self.batch_groups) == len(payloads) else None
+            self.learner.add(ids, relevances, side, groups)
+            self.instances_seen += len(payloads)
+        if not self.learner.ready:
+            return None
+        return self.learner.fit()
+
+    @property
+    def serving(self) -> ApprenticeModel | None:
+        """The model that scores links now: none before the first, or while the gate is closed."""
+        if self.gate is not None and not self.gate.open:
+            return None
+        return self.model
+
+    def install(self, model: ApprenticeModel) -> None:
+        """Switch a new model in (atomic: one reference assignment)."""
+        self.model = model
+
+    # -- scoring ------------------------------------------------------------------
+
+    def score(self, payloads: Sequence[LinkPayload]) -> list[float] | None:
+        """Pr(HIGH | link) of each link; before the first model the critic's blended views, or ``None``."""
+        if not payloads or (self.serving is None and self.snippet_critic is None):
+            return None
+        scored = self._link_scores([payloads])  # one URL's payloads, in order: scored as a re-scoring scores them
+        return None if scored is None else [float(p) for p in scored[0]]
+
+    def prior_logit(self, side: np.ndarray) -> np.ndarray:
+        """(1 − w)·logit Pr(c*|u) + w·logit Pr(c*|anchor) of each link."""
+        side = np.asarray(side, dtype=np.float64)
+        return (1.0 - self.anchor_weight) * side[:, 0] + self.anchor_weight * side[:, 1]
+
+    def prior(self, side: np.ndarray) -> np.ndarray:
+        """Priority before the first model: σ((1 − w)·logit Pr(c*|u) + w·logit Pr(c*|anchor))."""
+        return 1.0 / (1.0 + np.exp(-self.prior_logit(side)))
+
+    def rescore(self, payloads_per_entry: Sequence[Sequence[Any]]) -> list[int | None]:
+        """New priorities for waiting URLs from their parents' link features.
+
+        One prediction over all payloads (vectorised; a :class:`LinkBatch` is read as it is), then
+        each URL's parent scores are combined by ``aggregation``. URLs without features (seeds)
+        keep their priority (``None``).
+        """
+        out: list[int | None] = [None] * len(payloads_per_entry)
+        if self.model is None and ((self.explore is None and self.siblings is None) or self.snippet_critic is None):
+            return out  # before a model the prior stands, unless exploration bonuses or sibling terms move
+        scored = self._link_scores(payloads_per_entry)
+        if scored is None:
+            return out
+        scores, owners = scored
+        entries, starts = np.unique(owners, return_index=True)  # owners ascend: each URL's payloads in a run
+        ends = np.append(starts[1:], len(scores))
+        if self.aggregation == "first":
+            values = scores[starts].tolist()
+        elif self.aggregation == "mean":
+            values = [sum(scores[a:b].tolist()) / (b - a) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+        else:
+            values = np.maximum.reduceat(scores, starts).tolist()
+        for entry, value in zip(entries.tolist(), values, strict=True):
+            out[entry] = score_to_priority(value)
+        return out
+
+    def _link_scores(self, payloads_per_entry: Sequence[Sequence[Any]]) -> tuple[np.ndarray, np.ndarray] | None:
+        """The score of every link payload and the URL (entry index) it belongs to; None if there are none."""
+        serving = self.serving
+        n_side = 2 if serving is None else serving.n_side
+        if isinstance(payloads_per_entry, LinkBatch):
+            batch = payloads_per_entry
+            if not batch.n_links:
+                return None
+            if n_side and (batch.side is None or batch.side.shape[1] < n_side):
+                raise ValueError("the model needs side features, but a link payload has none")
+            side = batch.side[:, :n_side].astype(np.float64) if n_side and batch.side is not None else None
+            tagged = self.siblings is not None and batch.side is not None and batch.side.shape[1] > n_side
+            tags = batch.side[:, n_side] if tagged and batch.side is not None else None
+            ids: Any = batch.matrix(self.learner.n_features)
+            owners = batch.owners()
+            bonus = self.explore.bonus(batch.lengths, batch.ids) if self.explore is not None else None
+        else:
+            flat: list[LinkPayload] = []
+            owned: list[int] = []
+            for i, payloads in enumerate(payloads_per_entry):
+                for payload in payloads:
+                    if isinstance(payload, LinkPayload):
+                        flat.append(payload)
+                        owned.append(i)
+            if not flat:
+                return None
+            ids, side = _unpack(flat, n_side)
+            owners = np.asarray(owned, dtype=np.int64)
+            tags = payload_tags(flat, n_side) if self.siblings is not None else None
+            bonus = self.explore.bonus_rows(ids) if self.explore is not None else None
+        if serving is None:  # the gate closed: back to the prior
+            assert side is not None
+            scores = self.prior(side)
+        else:
+            scores = np.asarray(serving.predict(ids, side), dtype=np.float64)
+        if self.explore is not None and bonus is not None:
+            scores = self.explore.apply(scores, bonus)
+        if self.siblings is not None and tags is not None:
+            scores = shift_logits(scores, self.siblings.term(tags))
+        return scores, owners
+
+    # -- introspection and persistence -----------------------------------------------
+
+    @property
+    def pending_links(self) -> int:
+        return sum(len(v) for v in self._pending.values())

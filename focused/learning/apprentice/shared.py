@@ -1,0 +1,304 @@
+"""Shared learning: the apprentices of the workers of one Redis frontier learn as one.
+
+Scrapy-free (the crawler's adapter is :class:`focused.extensions.apprentice.shared.SharedFeedback`).
+The semantics are those of :class:`~focused.learning.apprentice.online.OnlineApprentice`: an
+instance is a link (u, v) with the critic's verdict on v, once v is judged,
+whichever workers fetched u and v. Keys, under ``<prefix>:apprentice:``::
+
+    pending:<page key>  LIST    payloads of links (u, v) whose target v is not judged yet
+    verdicts            HASH    page key -> Pr(c*|v), 8 bytes little-endian float64
+    instances           LIST    every instance: the verdict's 8 bytes + the link payload
+    pages               STRING  pages judged by all workers
+    batches             STRING  batches trained (one per FOCUSED_APPRENTICE_BATCH pages of all workers)
+    lock                STRING  the leader's token, with a TTL (SET NX PX, renewed)
+    model, version      STRING  the last model (the no-pickle model file's bytes) and its version
+
+Each worker runs one Lua script per page it fetched (its links) and one per
+page judged (the verdict), so a link and its target's verdict always meet,
+atomically, whichever comes first. One worker at a time is the leader (the
+lock; another takes over once it expires): per batch of ``batch_size`` pages of
+all workers it adds the new instances to its learner, fits a model and
+publishes it (checking, atomically, that it still holds the lock). A new leader
+first adds every instance its learner has not seen, so the learner always holds
+each instance once. The instances stay in Redis for that (a link payload each).
+
+Every worker polls ``version`` and installs a newer model; a blob that is not
+an apprentice model of this crawl's features is refused with one log line and
+the worker keeps its model.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import logging
+import struct
+import tempfile
+import time
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any, NamedTuple, cast
+
+import numpy as np
+import redis
+
+from focused.learning.apprentice import ApprenticeModel
+from focused.learning.apprentice.online import LinkPayload, OnlineApprentice, page_key
+from focused.learning.modelfile import ModelFileError
+
+logger = logging.getLogger(__name__)
+
+KEY_NAMES = ("verdicts", "instances", "pages", "batches", "lock", "model", "version")
+#: instances read per LRANGE when a leader catches up
+CHUNK = 10_000
+
+# KEYS: verdicts, instances, pending list of each link; ARGV: (page key, payload) of each link
+LINKS = """
+local added = 0
+for i = 1, #KEYS - 2 do
+  local verdict = redis.call('HGET', KEYS[1], ARGV[2 * i - 1])
+  if verdict then
+    redis.call('RPUSH', KEYS[2], verdict .. ARGV[2 * i])
+    added = added + 1
+  else
+    redis.call('RPUSH', KEYS[2 + i], ARGV[2 * i])
+  end
+end
+return added
+"""
+
+# KEYS: verdicts, instances, pages, pending list of each URL; ARGV: verdict, page key of each URL
+PAGE = """
+local added = 0
+for i = 1, #KEYS - 3 do
+  redis.call('HSET', KEYS[1], ARGV[1 + i], ARGV[1])
+  local items = redis.call('LRANGE', KEYS[3 + i], 0, -1)
+  for _, item in ipairs(items) do
+    redis.call('RPUSH', KEYS[2], ARGV[1] .. item)
+  end
+  if #items > 0 then redis.call('DEL', KEYS[3 + i]) end
+  added = added + #items
+end
+return {redis.call('INCR', KEYS[3]), added}
+"""
+
+# KEYS: lock; ARGV: token, ttl ms. 1 if this token holds the lock (renewed), else 0
+RENEW = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  return 1
+end
+return 0
+"""
+
+# KEYS: lock; ARGV: token
+RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
+return 0
+"""
+
+# KEYS: lock, batches, version, model; ARGV: token, version, model bytes ('' : no model yet).
+# Returns the batch number, or -1 when the lock is lost (the result is dropped).
+PUBLISH = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+if ARGV[3] ~= '' then
+  redis.call('SET', KEYS[4], ARGV[3])
+  redis.call('SET', KEYS[3], ARGV[2])
+end
+return redis.call('INCR', KEYS[2])
+"""
+
+
+class Trained(NamedTuple):
+    """What a leader's batch gave: its number (-1: leadership lost), instances added, the model published."""
+
+    batch: int
+    added: int
+    model: ApprenticeModel | None
+
+
+def model_to_bytes(model: ApprenticeModel) -> bytes:
+    """The model file of ``model`` (:meth:`ApprenticeModel.save`: npz of plain arrays, no pickle) as bytes."""
+    with tempfile.TemporaryDirectory(prefix="focused-model-") as tmp:
+        path = Path(tmp, "model.npz")
+        model.save(path)
+        return path.read_bytes()
+
+
+def model_from_bytes(blob: bytes, where: str) -> ApprenticeModel:
+    """Inverse of :func:`model_to_bytes`; :class:`ModelFileError` (one line naming ``where``) if it is not one."""
+    with tempfile.TemporaryDirectory(prefix="focused-model-") as tmp:
+        path = Path(tmp, "model.npz")
+        path.write_bytes(blob)
+        try:
+            return ApprenticeModel.load(path)
+        except ModelFileError as exc:
+            raise ModelFileError(str(exc).replace(str(path), where)) from exc
+
+
+class SharedLearning:
+    """One worker's part in shared learning (see the module docstring).
+
+    ``client`` is a ``redis.Redis`` (bytes replies); ``online`` the worker's
+    apprentice, whose learner only the leader feeds; ``batch_size`` pages of
+    all workers make a batch.
+    """
+
+    def __init__(
+        self,
+        client: redis.Redis,
+        online: OnlineApprentice,
+        *,
+        prefix: str,
+        batch_size: int | None = None,
+        lock_seconds: float = 10.0,
+    ) -> None:
+        self.client = client
+        self.online = online
+        self.prefix = prefix
+        self.batch_size = max(1, int(batch_size or online.batch_size))
+        self.lock_ms = max(1, round(lock_seconds * 1000))
+        self.token = uuid.uuid4().hex[:12]
+        self.k = {name: f"{prefix}:apprentice:{name}" for name in KEY_NAMES}
+        scripts = {"links": LINKS, "page": PAGE, "renew": RENEW, "release": RELEASE, "publish": PUBLISH}
+        self._scripts = {name: client.register_script(text) for name, text in scripts.items()}
+        self.leader = False
+        self._renewed = 0.0
+        #: instances of ``instances`` this worker's learner holds (its first ``learned``)
+        self.learned = 0
+        self.installed_version = 0
+        self._refused_version = 0
+
+    def _pending(self, key: str) -> str:
+        return f"{self.prefix}:apprentice:pending:{key}"
+
+    # -- every worker: instances -------------------------------------------------------
+
+    def observe_links(self, links: Sequence[str], payloads: Sequence[LinkPayload]) -> int:
+        """Links of a page this worker fetched; returns how many became instances at once (target judged)."""
+        if not links:
+            return 0
+        keys = [self.k["verdicts"], self.k["instances"]]
+        args: list[Any] = []
+        for link, payload in zip(links, payloads, strict=True):
+            key = page_key(link)
+            keys.append(self._pending(key))
+            args += [key, payload.to_bytes()]
+        return int(self._scripts["links"](keys, args))
+
+    def observe_page(self, urls: Sequence[str], relevance: float) -> int:
+        """The critic judged a page (requested under ``urls``); returns the pages judged by all workers."""
+        page_keys = list(dict.fromkeys(page_key(url) for url in urls))
+        keys = [self.k["verdicts"], self.k["instances"], self.k["pages"], *map(self._pending, page_keys)]
+        pages, _ = self._scripts["page"](keys, [struct.pack("<d", float(relevance)), *page_keys])
+        return int(pages)
+
+    # -- the leader -------------------------------------------------------------------------
+
+    def acquire(self) -> bool:
+        """Take the lock if free, renew it if held (at most every third of its TTL); ``True`` if leader."""
+        now = time.monotonic()
+        if self.leader and now - self._renewed < self.lock_ms / 3000:
+            return True
+        if self.leader:
+            self.leader = bool(self._scripts["renew"]([self.k["lock"]], [self.token, self.lock_ms]))
+            if not self.leader:
+                logger.warning("Shared apprentice %s: lost the trainer's lock", self.prefix)
+        if not self.leader and self.client.set(self.k["lock"], self.token, nx=True, px=self.lock_ms):
+            self.leader = True
+            logger.info("Shared apprentice %s: this worker trains the apprentice (worker %s)", self.prefix, self.token)
+        if self.leader:
+            self._renewed = now
+        return self.leader
+
+    def release(self) -> None:
+        """Give up the lock (another worker takes over at once)."""
+        if self.leader:
+            self._scripts["release"]([self.k["lock"]], [self.token])
+            self.leader = False
+
+    def due(self) -> bool:
+        """A batch of pages of all workers waits for its training."""
+        pages, batches = self.client.mget(self.k["pages"], self.k["batches"])
+        return int(pages or 0) >= (int(batches or 0) + 1) * self.batch_size
+
+    def train_batch(self) -> Trained:
+        """As leader: add the instances the learner has not seen, fit, publish (slow; runs in a thread)."""
+        self._renewed = 0.0
+        if not self.acquire():
+            return Trained(-1, 0, None)
+        end = int(cast(Any, self.client.llen(self.k["instances"])))
+        payloads: list[LinkPayload] = []
+        relevances: list[float] = []
+        n_side, bad = self.online.learner.n_side, 0
+        for start in range(self.learned, end, CHUNK):
+            raw = cast(list[bytes], self.client.lrange(self.k["instances"], start, min(end, start + CHUNK) - 1))
+            for item in raw:
+                try:
+                    payload = LinkPayload.from_bytes(item[8:])
+                    (relevance,) = struct.unpack_from("<d", item)
+                except (ValueError, struct.error):
+                    bad += 1
+                    continue
+                if (0 if payload.side is None else len(payload.side)) != n_side or not 0.0 <= relevance <= 1.0:
+                    bad += 1  # a worker with other apprentice settings
+                    continue
+                payloads.append(payload)
+                relevances.append(relevance)
+        if bad:
+            logger.error(
+                "Shared apprentice %s: skipped %d malformed instances or instances of other apprentice settings "
+                "(give every worker the same FOCUSED_APPRENTICE_* settings)", self.prefix, bad,
+            )  # fmt: skip
+        model = self.online.train(payloads, np.array(relevances, dtype=np.float64))
+        self.learned = end  # the learner holds them now, whatever happens to the lock
+        version = int(self.client.get(self.k["version"]) or 0) + 1
+        blob = b""
+        if model is not None:
+            model = dataclasses.replace(model, version=version)
+            blob = model_to_bytes(model)
+        keys = [self.k[name] for name in ("lock", "batches", "version", "model")]
+        batch = int(self._scripts["publish"](keys, [self.token, version, blob]))
+        if batch < 0:
+            self.leader = False
+            logger.warning("Shared apprentice %s: lost the trainer's lock while training; result dropped", self.prefix)
+            return Trained(-1, len(payloads), None)
+        if model is not None:
+            self.installed_version = version
+        return Trained(batch, len(payloads), model)
+
+    # -- every worker: models ---------------------------------------------------------------
+
+    def poll(self) -> ApprenticeModel | None:
+        """The model published in Redis if newer than this worker's, else ``None``; a bad one is refused."""
+        raw = self.client.get(self.k["version"])
+        version = int(raw or 0)
+        if version <= self.installed_version or version == self._refused_version:
+            return None
+        blob, raw = cast(list[Any], self.client.mget(self.k["model"], self.k["version"]))
+        version = int(raw or 0)
+        where = f"Redis key {self.k['model']} (v{version})"
+        try:
+            if not blob:
+                raise ModelFileError(f"{where} is empty")
+            model = model_from_bytes(bytes(blob), where)
+            learner = self.online.learner
+            if (model.n_features, model.n_side) != (learner.n_features, learner.n_side):
+                raise ModelFileError(
+                    f"{where} is a model of {model.n_features} features and {model.n_side} side features, "
+                    f"this crawl's apprentice has {learner.n_features} and {learner.n_side}"
+                )
+        except ModelFileError as exc:
+            self._refused_version = version
+            logger.error(
+                "Shared apprentice %s: refused the model in Redis, keeping %s: %s", self.prefix,
+                f"v{self.online.model.version}" if self.online.model else "the critic's scores", exc,
+            )  # fmt: skip
+            return None
+        self.installed_version = version
+        return model
+
+    def clear(self) -> int:
+        """Delete this crawl's shared learning from Redis; returns how many keys existed."""
+        pending = list(self.client.scan_iter(match=f"{self.prefix}:apprentice:pending:*", count=1000))
+        return int(cast(Any, self.client.delete(*self.k.values(), *pending)))

@@ -1,0 +1,289 @@
+"""The apprentice's arithmetic: naive Bayes weights, bucket counts, thresholds and the stacked sigmoid.
+
+Plain numpy functions over the learner's flat instance buffers (feature ids of
+all instances in one int32 array, ``indptr`` marking where each instance starts),
+shared by :class:`~focused.learning.apprentice.learner.Apprentice`, which trains,
+and :class:`~focused.learning.apprentice.model.ApprenticeModel`, which predicts.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import warnings
+
+import numpy as np
+from sklearn.linear_model import LogisticRegression
+
+from focused.learning.apprentice.offset_fit import fit_offset_logistic
+
+__all__ = [
+    "add_counts",
+    "equal_prob_threshold",
+    "flat_sigmoid",
+    "fold_of",
+    "grown",
+    "nb_weights",
+    "normalize_evidence",
+    "rebucket",
+    "segments",
+    "sigmoid",
+    "stacked_sigmoid",
+]
+
+logger = logging.getLogger(__name__)
+
+#: Inverse L2 strength of the calibration/stacking logistic regression (standardised NB score, side
+#: features in logit units): weak on thousands of instances, firm on the few dozen of an early model.
+_STACK_C = 1.0
+
+
+def segments(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Positions in the id buffer of the given instances, and each instance's length."""
+    starts = indptr[rows]
+    lengths = indptr[rows + 1] - starts
+    total = int(lengths.sum())
+    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
+    return offsets + np.arange(total), lengths
+
+
+def feature_ranks(ids: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ids in ``[0, n_features)`` (ascending) and, over the id space, each id's position among
+    them: ``uniq, rank[ids]`` is ``np.unique(ids, return_inverse=True)``, by marking instead of sorting
+    (linear in the occurrences and the id space; a sort of millions of ids was most of a retrain), and
+    ``rank`` serves any subset of ``ids`` as well (each calibration fold)."""
+    present = np.zeros(n_features, dtype=bool)
+    present[ids] = True
+    return np.flatnonzero(present), np.cumsum(present, dtype=np.int32) - 1  # ids are below 2^31
+
+
+def add_counts(counts: np.ndarray, ids: np.ndarray, high: np.ndarray, sign: int) -> None:
+    """counts[bucket, id] += sign for each id occurrence."""
+    for bucket, mask in ((1, high), (0, ~high)):
+        sel = ids[mask]
+        if sel.size:  # a tally over the id space: no sort of the occurrences
+            tally = np.bincount(sel, minlength=counts.shape[1])
+            if sign > 0:
+                counts[bucket] += tally
+            else:
+                counts[bucket] -= tally
+
+
+def nb_weights(counts: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
+    """Per-feature log θ_HIGH − log θ_LOW (Eq. 1, vocabulary = features seen) and the seen mask."""
+    total = counts[0] + counts[1]
+    known = total > 0
+    seen = np.flatnonzero(known)  # integer indexing: a boolean mask over the id space is slower
+    vocab = seen.size
+    n_low, n_high = counts[0].sum(), counts[1].sum()
+    log_ratio = np.zeros(counts.shape[1], dtype=np.float64)
+    cl, ch = counts[0, seen], counts[1, seen]
+    log_ratio[seen] = np.log((ch + alpha) / (n_high + alpha * vocab)) - np.log((cl + alpha) / (n_low + alpha * vocab))
+    return log_ratio, known.astype(np.float64)
+
+
+def normalize_evidence(evidence: np.ndarray, n_known: np.ndarray, how: str, prior: float) -> np.ndarray:
+    evidence = np.asarray(evidence, dtype=np.float64).ravel()
+    n_known = np.asarray(n_known, dtype=np.float64).ravel()
+    if how == "none":
+        return prior + evidence
+    denom = np.maximum(n_known, 1.0)
+    return evidence / (np.sqrt(denom) if how == "sqrt" else denom)
+
+
+def flat_sigmoid(y: np.ndarray) -> tuple[float, float]:
+    """A sigmoid that keeps the evidence order but predicts about the base rate of ``y``."""
+    rate = float(np.clip(np.mean(y), 1e-3, 1 - 1e-3))
+    return 1e-6, math.log(rate / (1 - rate))
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    # Clipped so that Pr(HIGH) stays strictly inside (0, 1) and distinct scores stay distinct.
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+
+
+def equal_prob_threshold(rel: np.ndarray) -> float:
+    """The distinct relevance value t such that ``rel >= t`` is closest to half of ``rel``.
+
+    The smallest value is never chosen (it would leave LOW empty); with a
+    single distinct value, ``inf`` (everything LOW, not ready).
+    """
+    values = np.unique(rel)
+    if values.size < 2:
+        return math.inf
+    s = np.sort(rel)
+    frac_high = 1.0 - np.searchsorted(s, values[1:], side="left") / len(s)
+    return float(values[1:][np.argmin(np.abs(frac_high - 0.5))])
+
+
+def grown(a: np.ndarray, size: int, n: int) -> np.ndarray:
+    """A zeroed array of ``size`` rows (``a``'s other dimensions and dtype) holding ``a``'s first ``n`` rows."""
+    out = np.zeros((size, *a.shape[1:]), dtype=a.dtype)
+    out[:n] = a[:n]
+    return out
+
+
+def rebucket(counts: np.ndarray, indptr: np.ndarray, ids: np.ndarray, rel: np.ndarray, old: float, new: float) -> None:
+    """Move the counts of the instances whose bucket changes from threshold ``old`` to ``new``, in place."""
+    was_high, is_high = rel >= old, rel >= new
+    moved = np.flatnonzero(was_high != is_high)
+    if moved.size:
+        pos, lengths = segments(indptr, moved)
+        to_high = np.repeat(is_high[moved], lengths)
+        add_counts(counts, ids[pos], to_high, +1)
+        add_counts(counts, ids[pos], ~to_high, -1)
+
+
+def fold_of(n: int, folds: int, groups: np.ndarray | None = None) -> np.ndarray:
+    """The calibration fold (0..folds−1) of each of ``n`` instances.
+
+    Without ``groups`` instance i is in fold ``i mod folds`` (round robin over
+    the sample). With ``groups`` (n non-negative ints, e.g. a hash of each
+    link's target page) instance i is in fold ``groups[i] mod folds``: all the
+    links to one page are held out together, so a popular target's anchor
+    words are never both in the fold's training counts and in the fold itself.
+    A negative group (unknown target) falls back to the round robin.
+    """
+    position = np.arange(n) % folds
+    if groups is None:
+        return position
+    groups = np.asarray(groups, dtype=np.int64)
+    if groups.shape != (n,):
+        raise ValueError(f"{groups.size} groups for {n} instances")
+    return np.where(groups >= 0, groups % folds, position)
+
+
+def stacked_sigmoid(
+    counts: np.ndarray,
+    rel: np.ndarray,
+    indptr: np.ndarray,
+    ids: np.ndarray,
+    high: np.ndarray,
+    side: np.ndarray,
+    *,
+    alpha: float,
+    normalize: str,
+    folds: int,
+    max_instances: int,
+    side_offset: np.ndarray | None = None,
+    offset_penalty: float = 10.0,
+    correct_views: bool = False,
+    groups: np.ndarray | None = None,
+) -> tuple[float, float, np.ndarray]:
+    """Fit σ(a·score + side·w + b) to held-out scores of the most recent instances (cross-fitting).
+
+    The model of fold k is the full counts minus fold k's own counts, so
+    each fold costs time in its own size only, whatever the history. The
+    side features are already out-of-sample (the critic never saw the link),
+    so they enter the logistic regression as they are: it learns how much
+    each view of the critic adds to the link context (stacking).
+
+    With ``side_offset`` (fixed weights w₀ of the side features) the prior
+    ``w₀·side`` is an offset that the fit only corrects with the link context
+    (and, with ``correct_views``, a change Δw of the views' weights), with
+    ``offset_penalty`` as the shrinkage of the correction
+    (:mod:`focused.learning.apprentice.offset_fit`); the returned side weights are ``w₀ + Δw``.
+
+    ``groups`` (one int per instance, all ``n``) assigns the folds by group
+    (:func:`fold_of`) instead of round robin.
+    """
+    n, n_side = len(rel), side.shape[1]
+    sample = np.arange(max(0, n - max_instances), n)
+    k = folds if len(sample) >= 2 * folds else 1
+    scores = np.zeros(len(sample))
+    fold_ids = fold_of(len(sample), k, None if groups is None else np.asarray(groups)[sample])
+    y = high[sample]
+    n_high = int(np.count_nonzero(high))
+    totals = counts.sum(axis=1)
+    vocab = int(np.count_nonzero(counts[0] + counts[1]))
+    # The features of the sample, ranked once (not a pass over the whole id space per fold): each fold's
+    # held-out counts are the sample features' counts minus the fold's own occurrences.
+    pos, _ = segments(indptr, sample)
+    uniq, rank = feature_ranks(ids[pos], counts.shape[1])
+    c_all = counts[:, uniq]
+    was_known = c_all[0] + c_all[1] > 0
+    a = alpha
+    for fold in range(k):
+        in_fold = fold_ids == fold
+        rows = sample[in_fold]
+        if rows.size == 0:
+            continue
+        pos, lengths = segments(indptr, rows)
+        inv = rank[ids[pos]]
+        row_of = np.repeat(np.arange(rows.size), lengths)
+        fold_high = np.repeat(high[rows], lengths)
+        fh = int(np.count_nonzero(high[rows]))
+        if k > 1:  # held out: remove the fold's own occurrences
+            c = c_all.copy()
+            c[1] -= np.bincount(inv[fold_high], minlength=uniq.size)
+            c[0] -= np.bincount(inv[~fold_high], minlength=uniq.size)
+            n_l = totals[0] - np.count_nonzero(~fold_high)
+            n_h = totals[1] - np.count_nonzero(fold_high)
+            v = vocab - int(np.count_nonzero(was_known & (c[0] + c[1] <= 0)))
+            prior = math.log((n_high - fh + 0.5) / (n - n_high - (rows.size - fh) + 0.5))
+        else:
+            c = c_all
+            n_l, n_h, v = totals[0], totals[1], vocab
+            prior = math.log((n_high + 0.5) / (n - n_high + 0.5))
+        known = c[0] + c[1] > 0
+        lr = np.where(known, np.log((c[1] + a) / (n_h + a * v)) - np.log((c[0] + a) / (n_l + a * v)), 0.0)
+        evidence = np.bincount(row_of, weights=lr[inv], minlength=rows.size)
+        unknown = ~known[inv]  # rare: the features only this fold has
+        n_known = lengths - np.bincount(row_of[unknown], minlength=rows.size).astype(np.float64)
+        scores[in_fold] = normalize_evidence(evidence, n_known, normalize, prior)
+    no_side = np.zeros(n_side)
+    if side_offset is not None:
+        w0 = np.asarray(side_offset, dtype=np.float64)
+        return _offset_sigmoid(scores, side[sample], y, w0, offset_penalty, correct_views)
+    if y.all() or not y.any():
+        logger.debug("Apprentice calibration sample is degenerate; predicting the base rate")
+        return (*flat_sigmoid(y), no_side)
+    # The NB score is standardised (its scale is arbitrary); side features stay in logit units, so that
+    # the L2 penalty keeps a view that barely varies in the sample (one page's logit, say) from getting
+    # a huge weight that swings on the next page.
+    scale = float(np.std(scores)) or 1.0
+    S = side[sample]
+    lr_model = LogisticRegression(C=_STACK_C, solver="newton-cholesky", max_iter=100)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # convergence chatter on separable samples
+        lr_model.fit(np.column_stack([scores / scale, S]), y)
+    slope = float(lr_model.coef_[0, 0]) / scale
+    side_weights = lr_model.coef_[0, 1:].copy()
+    if slope <= 0:
+        # Held-out evidence does not rank HIGH above LOW: keep NB's order with a
+        # negligible slope rather than invert it.
+        logger.info("Apprentice link-context evidence is not predictive on held-out data (slope %.3g)", slope)
+        if not n_side:
+            return (*flat_sigmoid(y), no_side)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            lr_model.fit(S, y)
+        return 1e-6, float(lr_model.intercept_[0]), lr_model.coef_[0].copy()
+    return slope, float(lr_model.intercept_[0]), side_weights
+
+
+def _offset_sigmoid(
+    scores: np.ndarray, side: np.ndarray, y: np.ndarray, w0: np.ndarray, penalty: float, correct_views: bool
+) -> tuple[float, float, np.ndarray]:
+    """σ(w₀·side + a·score [+ Δw·side] + b) with a (and Δw) shrunk towards 0: the prior, corrected.
+
+    Without ``correct_views`` only the link context corrects the prior: the
+    views keep the prior's weights, which a sample of links the prior itself
+    chose to fetch is ill placed to re-weigh (it selected on them).
+    """
+    if w0.shape != (side.shape[1],):
+        raise ValueError(f"side_offset has {w0.size} weights for {side.shape[1]} side features")
+    offset = side @ w0
+    if y.all() or not y.any():
+        # one bucket only: nothing to correct; the intercept alone cannot change the prior's order
+        rate = float(np.clip(np.mean(y), 1e-3, 1 - 1e-3))
+        return 1e-6, math.log(rate / (1 - rate)) - float(np.mean(offset)), w0.copy()
+    scale = float(np.std(scores)) or 1.0
+    views = side if correct_views else side[:, :0]
+    coef, intercept = fit_offset_logistic(np.column_stack([scores / scale, views]), y, offset, penalty)
+    if coef[0] <= 0:
+        # the link context does not rank HIGH above LOW on held-out data: no correction from it
+        logger.info("Apprentice link-context evidence is not predictive on held-out data (slope %.3g)", coef[0])
+        coef, intercept = fit_offset_logistic(views, y, offset, penalty)
+        return 1e-6, intercept, w0 + (coef if correct_views else 0.0)
+    return float(coef[0]) / scale, intercept, w0 + (coef[1:] if correct_views else 0.0)

@@ -1,0 +1,201 @@
+"""The words of a page, numbered once per process, and what the page readers take from each word.
+
+Two readers of a page's text go over its words: the critic, which counts the
+tokens' hashed feature ids (:func:`focused.page.text.tokenize`, then
+:class:`~focused.page.hashing.FeatureIds`), and the near-duplicate
+fingerprint (:mod:`focused.page.simhash`), which hashes every word. Each did its own
+Python step per word: a filter and a tally for the critic, a dict look-up for
+the fingerprint. :class:`WordTable` numbers every distinct word the tokenizer's
+regex matches (one dict look-up per word, once per page for both readers) and
+keeps, per number, what the readers need of the word (its feature id in a
+width, its fingerprint hash), computed the first time the word is met; a page's
+values are then one numpy gather. The values are exactly the readers' own (a
+test holds them equal). Scrapy-free.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from focused.page.hashing import feature_ids
+from focused.page.text import _WORD, tokenize
+
+__all__ = ["WordTable", "hashed_counts", "page_tokens", "word_table"]
+
+#: Distinct words one table numbers (a dict entry and a few array cells each, ~150 bytes: 40 MB);
+#: afresh when full. An encyclopedia crawl meets ~130,000 in 1,500 pages.
+MAX_WORDS = 250_000
+
+#: A column's values for new words: called with the words (in table order), returns one value each.
+Compute = Callable[[list[str]], Iterable[Any]]
+
+
+class WordTable:
+    """A number per distinct word, whether the word is a token, and named columns of per-word values."""
+
+    def __init__(self, max_words: int = MAX_WORDS) -> None:
+        self.max_words = max_words
+        self._row: dict[str, int] = {}
+        self._words: list[str] = []
+        self._token = np.zeros(1024, dtype=bool)
+        self._columns: dict[Any, np.ndarray] = {}
+        self._filled: dict[Any, int] = {}
+        # The crawl process reads long pages and anchor texts in threads too: numbering must not interleave,
+        # and a page's numbers must not outlive a restart of the table before its values are read.
+        self._lock = threading.Lock()
+        self._last: tuple[str | None, np.ndarray] = (None, np.zeros(0, dtype=np.intp))
+        self._clear()
+
+    def __len__(self) -> int:
+        return len(self._words)
+
+    def tokens(self, text: str, columns: Sequence[tuple[Any, Compute, Any]]) -> list[np.ndarray] | None:
+        """For each ``(key, compute, dtype)`` column, its values at the tokens of ``text``, in order
+        (:func:`~focused.page.text.tokenize`'s tokens: the regex's words of two or more characters,
+        not all digits). ``None`` for a text of more distinct words than the table holds."""
+        with self._lock:
+            last_text, rows = self._last
+            if text is not last_text:  # the same page again (the fingerprint, then the critic): numbered once
+                words = _WORD.findall(text.lower())
+                numbered = self._rows(words)
+                if numbered is None:
+                    return None
+                rows = numbered[self._token[numbered]]
+                self._last = (text, rows)
+            return [self._column(key, compute, dtype)[rows] for key, compute, dtype in columns]
+
+    def tokens_of_many(
+        self, texts: Sequence[str], columns: Sequence[tuple[Any, Compute, Any]]
+    ) -> tuple[list[np.ndarray], np.ndarray] | None:
+        """:meth:`tokens` of many (short) texts at once, concatenated, and the text of each token (its
+        index in ``texts``): one regex pass and one numbering for all, e.g. a page's anchor texts."""
+        joined = _MARK.join(texts)
+        if joined.count(_MARK) != max(len(texts) - 1, 0):  # a text with the mark in it
+            joined = _MARK.join([text.replace(_MARK, " ") for text in texts])
+        words = _WORD_OR_MARK.findall(joined.lower())
+        with self._lock:
+            numbered = self._rows(words)
+            if numbered is None:
+                return None
+            text_of = np.cumsum(numbered == _MARK_ROW)
+            keep = self._token[numbered]
+            rows = numbered[keep]
+            return [self._column(key, compute, dtype)[rows] for key, compute, dtype in columns], text_of[keep]
+
+    def _rows(self, words: list[str]) -> np.ndarray | None:
+        where = self._row
+        new = set(words).difference(where)
+        if new:
+            if len(new) > self.max_words:
+                return None
+            if len(where) + len(new) > self.max_words:
+                self._clear()
+                new = set(words).difference(where)
+            self._add(sorted(new))  # sorted: the numbering does not depend on the set's order
+        return np.fromiter(map(where.__getitem__, words), dtype=np.intp, count=len(words))
+
+    def _add(self, new: list[str]) -> None:
+        start = len(self._words)
+        for word in new:
+            self._row[word] = len(self._words)
+            self._words.append(word)
+        if len(self._words) > len(self._token):
+            self._token = _grown(self._token, len(self._words))
+        self._token[start : len(self._words)] = [len(w) > 1 and not w.isdigit() for w in new]
+
+    def _column(self, key: Any, compute: Compute, dtype: Any) -> np.ndarray:
+        column = self._columns.get(key)
+        filled = self._filled.get(key, 0)
+        if column is None or len(column) < len(self._words):
+            column = _grown(np.zeros(0, dtype=dtype) if column is None else column, len(self._words))
+            self._columns[key] = column
+        if filled < len(self._words):
+            new = self._words[filled:]
+            column[filled : len(self._words)] = np.fromiter(compute(new), dtype=column.dtype, count=len(new))
+            self._filled[key] = len(self._words)
+        return column
+
+    def _clear(self) -> None:
+        self._row.clear()
+        self._words.clear()
+        self._filled.clear()
+        self._last = (None, self._last[1][:0])
+        self._add([_MARK])  # row 0, never a token: where one text ends in tokens_of_many
+
+
+#: Separates texts in :meth:`WordTable.tokens_of_many`'s one regex pass: no word character.
+_MARK = "\x01"
+_MARK_ROW = 0
+_WORD_OR_MARK = re.compile(_WORD.pattern + "|" + _MARK)
+
+
+def _grown(a: np.ndarray, size: int) -> np.ndarray:
+    """``a`` in an array of at least ``size`` cells (doubling), zeros after its own."""
+    out = np.zeros(max(size, 2 * len(a), 1024), dtype=a.dtype)
+    out[: len(a)] = a
+    return out
+
+
+_table = WordTable()
+
+
+def word_table() -> WordTable:
+    """The process's table."""
+    return _table
+
+
+def page_tokens(text: str, columns: Sequence[tuple[Any, Compute, Any]]) -> list[np.ndarray] | None:
+    """:meth:`WordTable.tokens` of the process's table."""
+    return _table.tokens(text, columns)
+
+
+def hashed_counts(texts: Sequence[str], n_features: int, extra: Sequence[str] | None = None) -> sp.csr_matrix:
+    """Hashed token counts (float64 CSR): ``HashingVectorizer(tokenizer=tokenize, norm=None,
+    alternate_sign=False, lowercase=False)``'s matrix (the critic's features), from the ids of the
+    texts' tokens in the process's table: each word numbered and hashed once per process. Texts of
+    more distinct words than the table holds are tokenized and hashed on their own. ``extra`` (parallel
+    to ``texts``) adds each of its texts' tokens to the row of the text at its place: the counts of
+    ``text + "\n" + extra``, while ``text`` itself stays the string a page's tokens are remembered by."""
+    ids = feature_ids(n_features)
+    column = (("critic", n_features), ids.uncached, np.int64)
+    n = len(texts)
+    if extra is not None and len(extra) != n:
+        raise ValueError(f"{n} texts but {len(extra)} extra texts")
+    if n > 1:  # many short texts (a page's anchors); one page's text is looked up by page_tokens below
+        every = [*texts, *extra] if extra is not None else texts
+        got = _table.tokens_of_many(every, (column,))
+        if got is not None:  # one tally of (text, id) cells
+            (token_ids,), text_of = got
+            cells, counts = np.unique(text_of % n * n_features + token_ids, return_counts=True)
+            return _csr(cells // n_features, cells % n_features, counts, n, n_features)
+
+    def ids_of(text: str) -> np.ndarray:
+        one = page_tokens(text, (column,))
+        return one[0] if one is not None else np.asarray(ids.uncached(tokenize(text)), dtype=np.int64)
+
+    rows, indices, data = [], [], []
+    for row, text in enumerate(texts):
+        found = ids_of(text)
+        if extra is not None and extra[row]:
+            found = np.concatenate([found, ids_of(extra[row])])
+        distinct, counts = np.unique(found, return_counts=True)
+        rows.append(np.full(len(distinct), row))
+        indices.append(distinct)
+        data.append(counts)
+    if not rows:
+        return _csr(*(np.zeros(0, dtype=np.int64),) * 3, 0, n_features)
+    return _csr(np.concatenate(rows), np.concatenate(indices), np.concatenate(data), n, n_features)
+
+
+def _csr(rows: np.ndarray, indices: np.ndarray, counts: np.ndarray, n_rows: int, n_features: int) -> sp.csr_matrix:
+    """The CSR matrix of distinct cells sorted by row, then index."""
+    indptr = np.searchsorted(rows, np.arange(n_rows + 1))
+    X = sp.csr_matrix((counts.astype(np.float64), indices.astype(np.int32), indptr), shape=(n_rows, n_features))
+    X.has_canonical_format = True
+    return X

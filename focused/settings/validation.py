@@ -1,0 +1,358 @@
+"""Start-up checks of every spider argument and ``FOCUSED_*`` setting, from one table.
+
+``scrapy crawl focused`` runs :func:`validate` before Scrapy starts anything
+(:mod:`focused.scrapy_commands.crawl`): a bad value stops the crawl with exit
+status 1 and one line that names the argument as the user gave it
+(``-a max_pages=-3`` or ``FOCUSED_APPRENTICE_BATCH=0``), the bad value and what
+is valid. Checks that load files (the critic for the topic, the apprentice, a
+crawl database) come last, so a mistyped number is reported at once.
+
+:data:`SPECS` has one entry per setting of :mod:`focused.settings.defaults` (a test
+checks it); a ``FOCUSED_*`` name that is neither there nor a default is a typo
+and gets the nearest names. Strategy names come from the strategy registry
+(:data:`focused.strategies.STRATEGIES`), profiles from
+:data:`focused.settings.profiles.PROFILES`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+from urllib.parse import urlsplit
+
+from focused.errors import ConfigError
+from focused.paths import project_path
+from focused.settings import defaults
+from focused.settings.checks import (
+    DB_FIELDS,
+    Context,
+    Invalid,
+    Spec,
+    as_text,
+    boolean,
+    choice,
+    db_template,
+    number,
+    readable,
+    text,
+    url,
+    whole,
+    writable,
+)
+from focused.settings.suggest import did_you_mean, listed, topic_suggestions
+
+__all__ = ["ARGUMENT_SETTINGS", "DB_FIELDS", "SPECS", "default_names", "parse_seeds", "read_seeds_file", "validate"]
+
+#: Spider argument -> the setting it sets (``-a topic=X`` is ``-s FOCUSED_TOPIC=X``).
+ARGUMENT_SETTINGS = {
+    "topic": "FOCUSED_TOPIC",
+    "seeds": "FOCUSED_SEEDS",
+    "seeds_file": "FOCUSED_SEEDS_FILE",
+    "strategy": "FOCUSED_STRATEGY",
+    "model": "FOCUSED_CRITIC_MODEL",
+    "labels": "FOCUSED_LABELS",
+    "max_pages": "FOCUSED_MAX_PAGES",
+    "db": "FOCUSED_DB",
+    "apprentice": "FOCUSED_APPRENTICE_MODEL",
+    "markines": "FOCUSED_MARKINES_MODEL",
+    "restrict_to": "FOCUSED_RESTRICT_TO",
+    "predicate": "FOCUSED_PREDICATE",
+    "knowledge": "FOCUSED_INTELLIGENT_LOAD",
+    "save_knowledge": "FOCUSED_INTELLIGENT_SAVE",
+}
+
+
+# ---------------------------------------------------------------------- seeds (the spider reads them with these)
+
+
+def parse_seeds(text: str) -> list[str]:
+    """Split a comma/whitespace-separated seed list and check every URL is http(s)."""
+    seeds = [s.strip() for chunk in text.split(",") for s in chunk.split() if s.strip()]
+    bad = [s for s in seeds if urlsplit(s).scheme not in ("http", "https") or not urlsplit(s).netloc]
+    if bad:
+        raise ConfigError(f"seeds must be http(s) URLs; not: {', '.join(bad)}")
+    return seeds
+
+
+def read_seeds_file(path: str) -> list[str]:
+    """Seeds from a file, one URL per line; ``#`` starts a comment."""
+    try:
+        lines = project_path(path).read_text(encoding="utf-8").splitlines()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"cannot read seeds file {path}: {exc}") from exc
+    return parse_seeds(",".join(line.split("#", 1)[0] for line in lines))
+
+
+def _seeds(value: Any, ctx: Context) -> None:
+    try:
+        parse_seeds(as_text(value))
+    except ConfigError as exc:
+        raise Invalid(f"expected comma-separated http(s) URLs; {exc}") from None
+
+
+def _seeds_in_file(raw: str, ctx: Context) -> None:
+    try:
+        read_seeds_file(raw)
+    except ConfigError as exc:
+        raise Invalid(f"expected a file of http(s) URLs, one a line; {exc}") from None
+
+
+def _strategies() -> Sequence[str]:
+    from focused.strategies import STRATEGIES
+
+    return STRATEGIES
+
+
+def _profiles() -> Sequence[str]:
+    from focused.settings.profiles import PROFILES
+
+    return list(PROFILES)
+
+
+def _frontier_stores() -> Sequence[str]:
+    from focused.frontier.settings import STORES
+
+    return STORES
+
+
+def _aggregations() -> Sequence[str]:
+    from focused.frontier.heap import AGGREGATIONS
+
+    return AGGREGATIONS
+
+
+def _tiebreaks() -> Sequence[str]:
+    from focused.frontier.heap import TIEBREAKS
+
+    return TIEBREAKS
+
+
+def _strategy(value: Any, ctx: Context) -> None:
+    choice(_strategies, "strategy").check(value, ctx)
+    name, settings = as_text(value), ctx.settings
+    if name == "oracle" and not as_text(settings.get("FOCUSED_LABELS")):
+        raise Invalid("'oracle' needs ground-truth labels: -a labels=FILE")
+    if name == "apprentice-offline" and not as_text(settings.get("FOCUSED_APPRENTICE_MODEL")):
+        raise Invalid("'apprentice-offline' needs a trained apprentice: -a apprentice=FILE")
+
+
+def _critic(value: Any, ctx: Context) -> None:
+    from focused.learning.critic import ModelError, load_critic
+    from focused.paths import load_model
+
+    try:
+        ctx.loaded["critic"], _ = load_model(as_text(value), load_critic)
+    except ModelError as exc:
+        raise Invalid(f"expected a critic model file (.npz); {exc}") from None
+
+
+def _topic(value: Any, ctx: Context) -> None:
+    from focused.learning.critic.topics import UnknownTopicError
+
+    critic = ctx.loaded.get("critic")
+    if critic is None:  # the critic's own check failed first
+        return
+    spec = as_text(value)
+    if not spec and as_text(ctx.settings.get("FOCUSED_PREDICATE")):  # the predicate defines relevance
+        return
+    if not spec:
+        raise Invalid(f"expected a topic of the critic: {listed(critic.topics())}")
+    try:
+        critic.resolve_topic(spec)
+    except UnknownTopicError as exc:
+        near = topic_suggestions(critic, exc.topic or spec)
+        hint = f"; nearest: {', '.join(near)}" if near else ""
+        valid = f"valid topics: {listed(exc.valid)} (`focused topics --model M` lists all)"
+        raise Invalid(f"unknown topic{hint}; {valid}") from None
+
+
+def _apprentice(raw: str, ctx: Context) -> None:
+    from focused.learning.apprentice import Apprentice, ModelFileError
+
+    try:
+        Apprentice.load(project_path(raw))
+    except ModelFileError as exc:
+        raise Invalid(f"expected an apprentice file (`focused train-apprentice`); {exc}") from None
+
+
+def _crawl_db(raw: str, ctx: Context) -> None:
+    from focused.crawldb import CrawlDBError, open_readonly
+
+    try:
+        open_readonly(project_path(raw)).close()
+    except CrawlDBError as exc:
+        raise Invalid(f"expected a crawl database; {exc}") from None
+
+
+def _predicate(value: Any, ctx: Context) -> None:
+    from focused.relevance.predicates import PredicateError, parse_predicate
+
+    if as_text(value):
+        try:
+            parse_predicate(as_text(value))
+        except PredicateError as exc:
+            raise Invalid(str(exc)) from None
+
+
+def _intelligent_factors(value: Any, ctx: Context) -> None:
+    from focused.strategies.intelligent import FACTORS as INTELLIGENT_FACTORS
+
+    factors = [f.strip() for f in as_text(value).split(",") if f.strip()]
+    bad = [f for f in factors if f not in INTELLIGENT_FACTORS]
+    if not factors or bad:
+        raise Invalid(f"expected a comma-separated list of {', '.join(INTELLIGENT_FACTORS)}")
+
+
+def _analysis_workers(value: Any, ctx: Context) -> None:
+    text = as_text(value).lower()
+    if text == "auto":
+        return
+    if not (text.isdigit() and int(text) <= 8):
+        raise Invalid("expected auto or a whole number from 0 to 8 (0: pages are read in the crawl process)")
+
+
+def _allow_internal(value: Any, ctx: Context) -> None:
+    from focused.addresses import AddressPolicy, AllowListError
+
+    try:
+        AddressPolicy.from_setting(value)
+    except AllowListError as exc:
+        raise Invalid(str(exc).split(": ", 1)[-1]) from None
+
+
+#: One check per setting, in the order they run (files that must be loaded last).
+SPECS: dict[str, Spec] = {
+    "FOCUSED_SEEDS": Spec(_seeds, "comma-separated http(s) URLs (or empty: the topic's example URLs)"),
+    "FOCUSED_SEEDS_FILE": readable("file of seed URLs", extra=_seeds_in_file),
+    "FOCUSED_LABELS": readable("labels file (url<TAB>label)"),
+    "FOCUSED_PARENT_AGGREGATION": choice(_aggregations, "aggregation"),
+    "FOCUSED_TIEBREAK": choice(_tiebreaks, "tie-break"),
+    "FOCUSED_SEED": whole(),
+    "FOCUSED_RELEVANCE_THRESHOLD": number(0, 1),
+    "FOCUSED_MAX_PAGES": whole(0, note="0: no limit"),
+    "FOCUSED_LOG_EVERY": whole(0, note="0: never"),
+    "FOCUSED_DB": db_template(),
+    "FOCUSED_JOB": text(),
+    "FOCUSED_DB_STORE_HTML": boolean(),
+    "FOCUSED_DB_COMMIT_EVERY": whole(1),
+    "FOCUSED_DB_COMMIT_SECONDS": number(0, above=True),
+    "FOCUSED_REPLAY_PROXY": url(("http",), "a replay proxy URL"),
+    "FOCUSED_PROFILE": choice(_profiles, "profile", empty="the live-web defaults"),
+    "FOCUSED_REPLAY_CONCURRENCY": whole(1),
+    "FOCUSED_STATS_FILE": writable("file"),
+    "FOCUSED_APPRENTICE_BATCH": whole(1),
+    "FOCUSED_APPRENTICE_MIN_INSTANCES": whole(1),
+    "FOCUSED_APPRENTICE_DMAX": whole(0),
+    "FOCUSED_APPRENTICE_CLASS_FEATURES": boolean(),
+    "FOCUSED_APPRENTICE_ANCHOR_CRITIC": boolean(),
+    "FOCUSED_APPRENTICE_GATE": boolean(),
+    "FOCUSED_APPRENTICE_ANCHOR_WEIGHT": number(0, 1),
+    "FOCUSED_APPRENTICE_OFFSET": boolean(),
+    "FOCUSED_APPRENTICE_OFFSET_PENALTY": number(0),
+    "FOCUSED_APPRENTICE_OFFSET_VIEWS": boolean(),
+    "FOCUSED_APPRENTICE_GROUPED_FOLDS": boolean(),
+    "FOCUSED_APPRENTICE_EXPLORE": number(0),
+    "FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE": number(0),
+    "FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE": boolean(),
+    "FOCUSED_APPRENTICE_SIBLINGS": number(0),
+    "FOCUSED_APPRENTICE_SIBLINGS_PSEUDO": number(0, above=True),
+    "FOCUSED_APPRENTICE_SIBLINGS_EXPECTED": boolean(),
+    "FOCUSED_APPRENTICE_SIBLINGS_LEARNED": boolean(),
+    "FOCUSED_APPRENTICE_SIBLINGS_SPREAD": number(0),
+    "FOCUSED_APPRENTICE_SIBLINGS_REGIONS": boolean(),
+    "FOCUSED_APPRENTICE_SIBLINGS_LOWER": boolean(),
+    "FOCUSED_APPRENTICE_REFRESH_PAGES": whole(1),
+    "FOCUSED_APPRENTICE_REFRESH_UNTIL": whole(0, note="0: the whole crawl"),
+    "FOCUSED_APPRENTICE_BINNING": choice(("equal-prob", "fixed"), "binning"),
+    "FOCUSED_APPRENTICE_THRESHOLD": number(0, 1),
+    "FOCUSED_APPRENTICE_ALPHA": number(0, above=True),
+    "FOCUSED_FRONTIER_STORE": choice(_frontier_stores, "frontier store"),
+    "FOCUSED_FRONTIER_COMMIT_OPS": whole(1),
+    "FOCUSED_FRONTIER_COMMIT_SECONDS": number(0, above=True),
+    "REDIS_URL": url(("redis", "rediss", "unix"), "a Redis URL"),
+    "FOCUSED_REDIS_PREFIX": text(),
+    "FOCUSED_REDIS_LEASE_SECONDS": number(0, above=True),
+    "FOCUSED_REDIS_RETRY_SECONDS": number(0),
+    "FOCUSED_REDIS_IDLE_SECONDS": number(0),
+    "FOCUSED_REDIS_POLL_SECONDS": number(0, above=True),
+    "FOCUSED_APPRENTICE_SHARED": boolean(),
+    "FOCUSED_APPRENTICE_LOCK_SECONDS": number(0, above=True),
+    "FOCUSED_APPRENTICE_POLL_SECONDS": number(0, above=True),
+    "FOCUSED_ALLOW_INTERNAL": Spec(_allow_internal, "comma-separated networks, addresses or host names[:port]"),
+    "FOCUSED_SESSION_PARAMS": text(),
+    "FOCUSED_URL_ALIASES": boolean(),
+    "FOCUSED_MAX_DEPTH": whole(0, note="0: no limit"),
+    "FOCUSED_MAX_PATH_REPEATS": whole(0, note="0: no limit"),
+    "FOCUSED_MAX_PAGES_PER_HOST": whole(0, note="0: no limit"),
+    "FOCUSED_NEAR_DUPLICATES": boolean(),
+    "FOCUSED_NEAR_DUPLICATE_BITS": whole(0, 15),
+    "FOCUSED_TRAP_PATTERN_DUPLICATES": whole(0, note="0: never"),
+    "FOCUSED_ORACLE_GRAPH": readable("link graph (.npz) of the replayed web, for oracle-lookahead"),
+    "FOCUSED_MAX_LINKS_PER_PAGE": whole(0, note="0: no cap"),
+    "FOCUSED_ANALYSIS_WORKERS": Spec(_analysis_workers, "auto or a whole number from 0 to 8 (0: in the crawl process)"),
+    "FOCUSED_FRONTIER_MAX_SIZE": whole(0, note="0: no cap"),
+    "FOCUSED_MAX_UNSCORED_PAGES": whole(0, note="0: strict best-first"),
+    "FOCUSED_GC_THRESHOLD": whole(0, note="0: Python's own garbage collection"),
+    "FOCUSED_PREDICATE": Spec(_predicate, "a predicate (text:/url:/class: atoms, and/or/not, parentheses)"),
+    "FOCUSED_INTELLIGENT_FACTORS": Spec(_intelligent_factors, "a comma-separated list of content, url, link, sibling"),
+    "FOCUSED_INTELLIGENT_SIGNIFICANCE": number(0),
+    "FOCUSED_INTELLIGENT_SOFT": boolean(),
+    "FOCUSED_INTELLIGENT_RESCORE_EVERY": whole(0, note="0: never"),
+    "FOCUSED_INTELLIGENT_LOAD": readable("statistics file K (.npz) of an earlier intelligent crawl"),
+    "FOCUSED_INTELLIGENT_SAVE": writable("file"),
+    "FOCUSED_MARKINES_MODEL": readable("Markines model file (.npz, focused train-markines)"),
+    "FOCUSED_MARKINES_SELECTION": choice(("df", "mi"), "feature selection"),
+    "FOCUSED_MARKINES_K": whole(1),
+    "FOCUSED_MARKINES_BATCH": whole(1),
+    "FOCUSED_MARKINES_MIN_INSTANCES": whole(1),
+    "FOCUSED_MARKINES_THRESHOLD": number(0, 1),
+    "FOCUSED_STRATEGY": Spec(_strategy, "one of the strategy registry's names (focused.strategies.STRATEGIES)"),
+    "FOCUSED_CRITIC_MODEL": Spec(_critic, "a critic model file (.npz)"),
+    "FOCUSED_TOPIC": Spec(_topic, "a class of the critic, a prefix of its hierarchy, or a comma-separated union"),
+    "FOCUSED_APPRENTICE_MODEL": readable("apprentice file", extra=_apprentice),
+    "FOCUSED_RESTRICT_TO": readable("crawl database", extra=_crawl_db),
+}
+
+
+def default_names() -> list[str]:
+    """Every setting :mod:`focused.settings.defaults` defines."""
+    return [n for n in vars(defaults) if n.isupper() and (n.startswith("FOCUSED_") or n == "REDIS_URL")]
+
+
+# ---------------------------------------------------------------------- entry point
+
+
+def validate(settings: Any, spider_args: Mapping[str, Any] | None = None, *, ignore_args: Sequence[str] = ()) -> None:
+    """Check the spider arguments and every ``FOCUSED_*`` setting; :class:`ConfigError` (one line) on the first bad one.
+
+    ``settings`` are Scrapy settings (not changed); ``spider_args`` the ``-a``
+    arguments, which override their settings as the spider applies them.
+    """
+    args = {k: v for k, v in (spider_args or {}).items() if k not in ignore_args}
+    unknown = sorted(set(args) - set(ARGUMENT_SETTINGS))
+    if unknown:
+        name = unknown[0]
+        raise ConfigError(
+            f"-a {name}={args[name]}: unknown spider argument{did_you_mean(name, ARGUMENT_SETTINGS)}; "
+            f"valid: {', '.join(ARGUMENT_SETTINGS)}"
+        )
+    effective = settings.copy()
+    given_as = {}
+    for arg, value in args.items():
+        effective.set(ARGUMENT_SETTINGS[arg], value, priority="cmdline")
+        given_as[ARGUMENT_SETTINGS[arg]] = f"-a {arg}"
+    known = set(SPECS) | set(default_names())
+    for name in sorted(effective.attributes if hasattr(effective, "attributes") else effective):
+        if name.startswith("FOCUSED_") and name not in known:
+            raise ConfigError(
+                f"{name}={effective.get(name)}: unknown setting{did_you_mean(name, known)}; "
+                "the FOCUSED_* settings are listed in focused/settings/defaults.py and the README"
+            )
+    ctx = Context(effective)
+    for name, spec in SPECS.items():
+        value = effective.get(name)
+        try:
+            spec.check(value, ctx)
+        except Invalid as exc:
+            shown = given_as.get(name, name)
+            raise ConfigError(f"{shown}={as_text(value)!s}: {exc}") from None

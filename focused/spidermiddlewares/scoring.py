@@ -1,0 +1,155 @@
+"""The spider middleware that turns the frontier policy's scores into priorities."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from scrapy.http import Request, Response, TextResponse
+from scrapy.settings import BaseSettings
+from scrapy.utils.conf import build_component_list
+from scrapy.utils.defer import maybe_deferred_to_future
+from scrapy.utils.misc import load_object
+from twisted.internet import task
+from twisted.internet.threads import deferToThread
+
+from focused.core.runtime import CrawlRuntime
+from focused.core.scheduler import PAYLOAD_BYTES_META_KEY, SCHEDULER_ATTR
+from focused.frontier.payloads import encode_payloads
+from focused.items import PageItem
+from focused.page.parse import ParsedPage, parse_page
+from focused.priority import score_to_priority
+from focused.strategies import FetchedPage
+
+if TYPE_CHECKING:
+    from typing import Self
+
+    from scrapy.crawler import Crawler
+
+logger = logging.getLogger(__name__)
+
+SCORE_META_KEY = "focused_score"
+#: The page's :class:`~focused.page.parse.ParsedPage`, from the spider to this middleware (one parse a page).
+PARSED_META_KEY = "focused_parsed"
+#: A page with more links than this is scored in a worker thread, so that the reactor goes on meanwhile...
+THREAD_LINKS = 500
+#: ...and its requests are scheduled this many per reactor turn (about 30 ms of work).
+SCHEDULE_CHUNK = 100
+#: The critic judges a longer visible text in a worker thread.
+THREAD_TEXT_CHARS = 200_000
+#: The spider middlewares that may sit between this one and the engine without keeping links to waiting URLs
+#: from merging into the frontier here: for such a link they change nothing the merge keeps (its priority
+#: and payload). Any other one there (or DEPTH_PRIORITY, DEPTH_STATS_VERBOSE) sends every link their way.
+MERGE_SAFE_MIDDLEWARES = frozenset(
+    {
+        "scrapy.spidermiddlewares.start.StartSpiderMiddleware",
+        "scrapy.spidermiddlewares.httperror.HttpErrorMiddleware",
+        "focused.spidermiddlewares.httperror.QuietHttpErrorMiddleware",
+        "scrapy.spidermiddlewares.referer.RefererMiddleware",
+        "scrapy.spidermiddlewares.urllength.UrlLengthMiddleware",
+        "scrapy.spidermiddlewares.depth.DepthMiddleware",
+    }
+)
+
+
+class LinkScoringMiddleware:
+    """Score all outlinks of a page in one batch and set their priorities.
+
+    The page's item comes out of the spider before its links; the critic's
+    verdict on it (memoised by :class:`~focused.core.runtime.CrawlRuntime`, so the
+    pipeline reuses it) feeds the strategy, which scores the links together.
+    """
+
+    def __init__(self, crawler: Crawler) -> None:
+        self.crawler = crawler
+        self.stats = crawler.stats
+        self.runtime = CrawlRuntime.of(crawler)
+        self.max_depth = crawler.settings.getint("DEPTH_LIMIT")
+        self.merge_here = merges_early(crawler.settings)
+
+    @classmethod
+    def from_crawler(cls, crawler: Crawler) -> Self:
+        return cls(crawler)
+
+    async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
+        item: PageItem | None = None
+        requests: list[Request] = []
+        async for obj in result:
+            if isinstance(obj, Request):
+                requests.append(obj)
+                continue
+            if isinstance(obj, PageItem) and obj.url == response.url:
+                item = obj
+                if len(obj.text or "") > THREAD_TEXT_CHARS:  # the critic's verdict, memoised for the pipeline
+                    await maybe_deferred_to_future(deferToThread(self.runtime.judge, obj.url, obj.text or ""))
+            yield obj
+        parsed = response.meta.pop(PARSED_META_KEY, None)
+        if not requests:
+            return
+        if len(requests) <= THREAD_LINKS:
+            for request in self._for_the_engine(response, self._score(response, item, requests, parsed), merge=True):
+                yield request
+            return
+        # a page of thousands of links: scored off the reactor thread, scheduled a chunk per reactor turn
+        from twisted.internet import reactor  # the one Scrapy installed (importing it earlier would install one)
+
+        scored = await maybe_deferred_to_future(deferToThread(self._score, response, item, requests, parsed))
+        for i, request in enumerate(self._for_the_engine(response, scored, merge=False)):  # merges: chunked
+            if i and i % SCHEDULE_CHUNK == 0:
+                await maybe_deferred_to_future(task.deferLater(reactor, 0, lambda: None))
+            yield request
+
+    def _for_the_engine(self, response: Response, requests: list[Request], merge: bool) -> list[Request]:
+        """The scored requests the engine must schedule. Links to pages fetched or being fetched (their
+        features went to the apprentice) stop here (counted as the scheduler counts them, in
+        ``dupefilter/filtered``); with ``merge``, links to URLs already waiting are merged into their
+        frontier entries here (priority and payload, as the scheduler would: a waiting URL passed the
+        middlewares between this one and the engine already, and the engine's path cost more than the
+        scoring itself, for a quarter of all links of a crawl that has found most of its web)."""
+        scheduler = getattr(self.crawler, SCHEDULER_ATTR, None)
+        if scheduler is None:
+            return requests
+        depth = int(response.meta.get("depth", 0)) + 1
+        merge = merge and self.merge_here and not (self.max_depth and depth > self.max_depth)
+        out, merged = scheduler.take_early(requests, lambda request: merge and "depth_reset" not in request.meta)
+        if merged:  # as the depth middleware would have recorded them
+            self.stats.max_value("request_depth_max", depth)
+        return out
+
+    def _score(
+        self, response: Response, item: PageItem | None, requests: list[Request], parsed: ParsedPage | None
+    ) -> list[Request]:
+        if item is not None:
+            text = item.text or ""
+            verdict = self.runtime.judge(item.url, text)
+            html = item.html or ""
+        else:
+            html = response.text if isinstance(response, TextResponse) else ""
+            parsed = parse_page(html)
+            text = parsed.text
+            verdict = self.runtime.judge(response.url, text)
+        page = FetchedPage(response.url, int(response.meta.get("depth", 0)), verdict, html, parsed, text)
+        scored = self.runtime.strategy.score(page, [r.url for r in requests])
+        for request, score in zip(requests, scored.scores, strict=True):
+            request.priority = score_to_priority(score)
+            request.meta[SCORE_META_KEY] = round(float(score), 6)
+        if scored.payloads is not None:
+            # moved out of the meta by the scheduler, into the frontier entry (encoded here, a page at once)
+            for request, blob in zip(requests, encode_payloads(scored.payloads), strict=True):
+                request.meta[PAYLOAD_BYTES_META_KEY] = blob
+        self.stats.inc_value("focused/links_scored", len(requests))
+        return requests
+
+
+def merges_early(settings: BaseSettings) -> bool:
+    """Whether links to waiting URLs may merge into the frontier at this middleware: nothing between it and
+    the engine would change or drop them (see :data:`MERGE_SAFE_MIDDLEWARES`)."""
+    if settings.getfloat("DEPTH_PRIORITY") or settings.getbool("DEPTH_STATS_VERBOSE"):
+        return False
+    paths = []
+    for path in build_component_list(settings.getwithbase("SPIDER_MIDDLEWARES")):
+        cls = load_object(path) if isinstance(path, str) else path
+        paths.append(f"{cls.__module__}.{cls.__qualname__}")
+    name = f"{LinkScoringMiddleware.__module__}.{LinkScoringMiddleware.__qualname__}"
+    return name in paths and set(paths[: paths.index(name)]) <= MERGE_SAFE_MIDDLEWARES  # lower orders: nearer
