@@ -8,7 +8,7 @@ PAGES ?= 300
 BENCH_ARGS ?=
 
 
-.PHONY: help install install-redis install-chromium crawl demo test bench bench-quick bench-frontier bench-distributed bench-traps bench-speed bench-features bench-ceiling models lint format clean
+.PHONY: help install install-redis install-chromium crawl demo test bench bench-quick bench-frontier bench-distributed bench-traps bench-speed bench-features bench-ceiling models lint docs format clean
 
 help:  ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | sed 's/:.*## /\t/' | expand -t 14
@@ -83,10 +83,14 @@ bench-ceiling: install  ## how far learning from the critic can go: simulated cr
 models: install  ## rebuild the default models in models/ from ../shared
 	$(PYTHON) -m focused models --out models
 
-lint:  ## ruff (lint + format check) and mypy
+lint:  ## ruff (lint + format check), mypy and the import layers (lint-imports)
 	$(PYTHON) -m ruff check focused tests
 	$(PYTHON) -m ruff format --check focused tests
 	$(PYTHON) -m mypy focused
+	lint-imports
+
+docs:  ## regenerate docs/settings.md from focused/settings/defaults.py
+	$(PYTHON) -m focused settings-doc --out docs/settings.md
 
 format:  ## apply ruff's formatting and safe fixes
 	$(PYTHON) -m ruff check --fix focused tests

@@ -30,6 +30,7 @@ COMMAND_MODULES = (
     "report",
     "markines",
     "train_topic",
+    "settings_doc",
 )
 
 

@@ -19,14 +19,22 @@ from importlib.resources.abc import Traversable
 from pathlib import Path
 from typing import TypeVar
 
-from scrapy.utils.conf import closest_scrapy_cfg
-
 T = TypeVar("T")
 
 #: Folder of the default models, relative to the project root.
 MODELS_DIR = "models"
 #: The package that carries the default models when focused is installed or deployed.
 MODELS_PACKAGE = "focused_models"
+
+
+def closest_scrapy_cfg(start: str | Path = ".") -> str:
+    """The ``scrapy.cfg`` in ``start`` or the closest folder above it, ``""`` if none (as Scrapy finds it)."""
+    folder = Path(start).resolve()
+    for candidate in (folder, *folder.parents):
+        cfg = candidate / "scrapy.cfg"
+        if cfg.is_file():
+            return str(cfg)
+    return ""
 
 
 def project_path(path: str | Path) -> Path:

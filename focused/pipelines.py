@@ -9,12 +9,10 @@ resume from what it holds.
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import os
 import secrets
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -22,10 +20,14 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
 
 from focused import signals
-from focused.core.runtime import CrawlRuntime, project_path
+from focused.core.runtime import CrawlRuntime
 from focused.crawldb import CrawlDB, CrawlDBError
+from focused.crawldb.jobfile import read_job, write_job
 from focused.errors import ConfigError
 from focused.items import PageItem
+from focused.paths import project_path
+from focused.settings.access import setting
+from focused.signals import LabelledPage
 
 if TYPE_CHECKING:
     from typing import Self
@@ -33,55 +35,6 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class LabelledPage:
-    """What :data:`focused.signals.page_labelled` carries."""
-
-    url: str
-    fetch_order: int
-    relevance: float
-    predicted_class: str
-    relevant: bool
-    aliases: tuple[str, ...] = ()  # URLs that redirected to this page
-    pages: int = 0  # distinct pages labelled so far, this one included (all runs of a resumed crawl)
-    harvest: float = 0.0  # mean relevance of those pages
-    text: str = ""  # the page's visible text (for learners that read it)
-    links: tuple[str, ...] = ()  # its outlinks
-
-
-JOB_FILE = "focused-crawl.json"
-JOB_FORMAT = "focused.crawl"
-JOB_VERSION = 1
-
-
-def read_job(jobdir: str) -> dict[str, Any] | None:
-    """The crawl facts kept in JOBDIR (``None`` for a new job); ConfigError for a damaged file."""
-    path = Path(jobdir, JOB_FILE)
-    if not path.exists():
-        return None
-    try:
-        job = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as exc:
-        raise ConfigError(f"{path} is damaged ({exc}); start the crawl with a new JOBDIR") from exc
-    if not isinstance(job, dict) or job.get("format") != JOB_FORMAT:
-        raise ConfigError(f"{path} is not a focused crawl file; start the crawl with a new JOBDIR")
-    if job.get("format_version") != JOB_VERSION:
-        raise ConfigError(
-            f"{path} has format version {job.get('format_version')!r}, this focused reads {JOB_VERSION}; "
-            "start the crawl with a new JOBDIR"
-        )
-    return job
-
-
-def write_job(jobdir: str, job: dict[str, Any]) -> None:
-    """Write the crawl facts atomically (a kill leaves the old file or the new one)."""
-    path = Path(jobdir, JOB_FILE)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps({"format": JOB_FORMAT, "format_version": JOB_VERSION, **job}, indent=1))
-    os.replace(tmp, path)
 
 
 class CriticPipeline:
@@ -95,12 +48,12 @@ class CriticPipeline:
         self.crawler = crawler
         self.stats = crawler.stats
         self.runtime = CrawlRuntime.of(crawler)
-        self.db_template = crawler.settings.get("FOCUSED_DB") or ""
-        self.commit_every = crawler.settings.getint("FOCUSED_DB_COMMIT_EVERY", 200)
-        self.commit_seconds = crawler.settings.getfloat("FOCUSED_DB_COMMIT_SECONDS", 1.0)
+        self.db_template = setting(crawler.settings, "FOCUSED_DB") or ""
+        self.commit_every = setting(crawler.settings, "FOCUSED_DB_COMMIT_EVERY")
+        self.commit_seconds = setting(crawler.settings, "FOCUSED_DB_COMMIT_SECONDS")
         self.jobdir = job_dir(crawler.settings)
         self.job: dict[str, Any] = {}
-        self.store_html = crawler.settings.getbool("FOCUSED_DB_STORE_HTML", True)
+        self.store_html = setting(crawler.settings, "FOCUSED_DB_STORE_HTML")
         self.db: CrawlDB | None = None
         self.pages = 0
         self.fetch_order = 0
@@ -119,9 +72,9 @@ class CriticPipeline:
         stamp = time.strftime("%Y%m%dT%H%M%S")
         return self.db_template.format(
             topic=self.runtime.topic_label.replace("/", "_").replace(",", "+"),
-            strategy=settings.get("FOCUSED_STRATEGY"),
+            strategy=setting(settings, "FOCUSED_STRATEGY"),
             time=stamp,
-            job=(settings.get("FOCUSED_JOB") or stamp).replace("/", "_"),
+            job=(setting(settings, "FOCUSED_JOB") or stamp).replace("/", "_"),
             unique=f"{os.getpid()}-{secrets.token_hex(3)}",
         )
 
@@ -166,10 +119,10 @@ class CriticPipeline:
             self.db.set_meta(
                 topic=self.runtime.topic.name,
                 topic_classes=list(self.runtime.topic.classes),
-                strategy=settings.get("FOCUSED_STRATEGY"),
+                strategy=setting(settings, "FOCUSED_STRATEGY"),
                 critic_model=str(self.runtime.model_path),
-                parent_aggregation=settings.get("FOCUSED_PARENT_AGGREGATION"),
-                predicate=settings.get("FOCUSED_PREDICATE") or "",
+                parent_aggregation=setting(settings, "FOCUSED_PARENT_AGGREGATION"),
+                predicate=setting(settings, "FOCUSED_PREDICATE") or "",
                 started=time.time(),
             )
         self.stats.set_value("focused/db", str(path))

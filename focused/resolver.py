@@ -21,6 +21,7 @@ from scrapy.resolver import CachingThreadedResolver
 from focused.addresses import AddressPolicy, parse_ip
 from focused.downloadermiddlewares.internal import InternalAddressError, build_policy
 from focused.errors import ConfigError
+from focused.settings.access import setting
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -45,10 +46,10 @@ class PolicyResolver(CachingThreadedResolver):
     def from_crawler(cls, crawler: Crawler, reactor: ReactorBase) -> Self:
         settings = crawler.settings
         cache_size = settings.getint("DNSCACHE_SIZE") if settings.getbool("DNSCACHE_ENABLED") else 0
-        proxies = [settings.get("FOCUSED_REPLAY_PROXY") or "", *getproxies().values()]
+        proxies = [setting(settings, "FOCUSED_REPLAY_PROXY") or "", *getproxies().values()]
         trusted = {host.lower() for host in (urlsplit(p).hostname for p in proxies) if host}
         try:
-            policy = build_policy(settings.get("FOCUSED_ALLOW_INTERNAL"))
+            policy = build_policy(setting(settings, "FOCUSED_ALLOW_INTERNAL"))
         except ConfigError:  # reported in one line by the middleware, when the crawl starts; refuse all meanwhile
             policy = AddressPolicy()
         return cls(reactor, cache_size, settings.getfloat("DNS_TIMEOUT"), policy, trusted)

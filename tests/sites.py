@@ -9,8 +9,9 @@ from pathlib import Path
 from typing import Any
 
 from focused.bench.runner import CrawlSpec
-from focused.learning.critic import Critic
-from focused.replay import ReplayServer, ReplayStore, StoredResponse
+from focused.learning.critic.naive_bayes import Critic
+from focused.replay.server import ReplayServer
+from focused.replay.store import ReplayStore, StoredResponse
 
 SPORT = tuple("football goal match team league score player coach stadium season championship referee".split())
 COOKING = tuple("recipe oven flour sugar bake butter dough kitchen simmer sauce pastry spice".split())

@@ -21,10 +21,11 @@ from focused.analysis.worker import Analysis, AnalysisConfig, AnalysisPool, anal
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.crawldb import iter_pages
 from focused.learning.apprentice.linkids import page_link_ids
-from focused.learning.critic import load_critic
-from focused.page.parse import ParsedPage, parse_page
+from focused.learning.critic.load import load_critic
+from focused.page.parse import parse_page
+from focused.page.parsed import ParsedPage
 from focused.page.simhash import simhash
-from focused.replay import ReplayServer
+from focused.replay.server import ReplayServer
 from tests.sites import HOST, regions_site, train_critic
 
 PAGES = [

@@ -8,15 +8,10 @@ import time
 import numpy as np
 import pytest
 
-from focused.learning.apprentice import (
-    Apprentice,
-    ApprenticeModel,
-    ModelFileError,
-    NotReadyError,
-    train_from_instances,
-)
 from focused.learning.apprentice.features import compact_many, hash_features
-from focused.learning.modelfile import save_model
+from focused.learning.apprentice.learner import Apprentice, NotReadyError, train_from_instances
+from focused.learning.apprentice.model import ApprenticeModel
+from focused.learning.modelfile import ModelFileError, save_model
 
 N_FEATURES = 2**16
 

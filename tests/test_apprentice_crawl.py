@@ -6,7 +6,7 @@ import pytest
 
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.crawldb import iter_pages
-from focused.replay import ReplayServer
+from focused.replay.server import ReplayServer
 from tests.sites import HOST, regions_site, train_critic
 
 APPRENTICE = {

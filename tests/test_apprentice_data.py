@@ -7,14 +7,15 @@ import json
 import numpy as np
 import pytest
 
-from focused.bench.studies.features import feature_study, link_corpus
+from focused.bench.studies.features import feature_study
+from focused.bench.studies.linkcorpus import link_corpus
 from focused.cli import main
 from focused.crawldb import CrawlDB
-from focused.learning.apprentice import Apprentice
 from focused.learning.apprentice.data import fetch_key, instances_from_crawl, train_apprentice
 from focused.learning.apprentice.features import compact, compact_many, extract_link_features
-from focused.learning.critic import Critic
-from focused.replay import open_store
+from focused.learning.apprentice.learner import Apprentice
+from focused.learning.critic.naive_bayes import Critic
+from focused.replay.load import open_store
 
 N_FEATURES = 2**16
 SITE = "http://www.cs.example.edu"

@@ -8,7 +8,9 @@ import pytest
 
 from focused.bench.metrics import Curve, gap_closure
 from focused.bench.report import markdown, plot
-from focused.bench.suite import Run, split_strategy, summarize
+from focused.bench.runs import Run
+from focused.bench.suite import split_strategy
+from focused.bench.summary import summarize
 
 
 def test_curve_figures():

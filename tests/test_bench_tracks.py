@@ -15,9 +15,11 @@ from focused.bench.runner import PROJECT_ROOT
 from focused.bench.suite import BenchConfig, run_track
 from focused.bench.tracks import Case, Track, holdout_track, topic_seeds
 from focused.crawldb import iter_pages
-from focused.learning.critic import load_critic
-from focused.replay import ReplayStore, StoredResponse, write_labels, write_warc
+from focused.learning.critic.load import load_critic
+from focused.replay.labels import write_labels
+from focused.replay.store import ReplayStore, StoredResponse
 from focused.replay.urlnorm import normalize_url
+from focused.replay.warc import write_warc
 from tests.sites import COOKING, SPORT, page, train_critic, words
 
 HELD = "http://held.test"

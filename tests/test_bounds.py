@@ -13,9 +13,11 @@ from focused.frontier.memory import MemoryStore
 from focused.frontier.sqlite import SQLiteStore
 from focused.frontier.store import Push
 from focused.learning.apprentice.features import extract_link_features
-from focused.page.parse import parse_page, stream_page
+from focused.page.parse import parse_page
+from focused.page.stream import stream_page
 from focused.page.text import html_to_text
-from focused.replay import ReplayServer, ReplayStore
+from focused.replay.server import ReplayServer
+from focused.replay.store import ReplayStore
 from tests.sites import HOST, NEUTRAL, SPORT, add, page, train_critic, words
 
 DEPTH = 100_000

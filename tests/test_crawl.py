@@ -12,7 +12,8 @@ import pytest
 
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl
 from focused.crawldb import iter_links, iter_pages, read_meta
-from focused.replay import ReplayServer, write_labels
+from focused.replay.labels import write_labels
+from focused.replay.server import ReplayServer
 from tests.sites import HOST, hub_site, train_critic
 
 

@@ -81,7 +81,7 @@ def test_the_stats_file_has_what_components_counted_after_spider_closed(tmp_path
     from scrapy import Spider
     from scrapy.utils.test import get_crawler
 
-    from focused.extensions.harvest import StatsFile
+    from focused.extensions.statsfile import StatsFile
 
     path = tmp_path / "stats.json"
     crawler = get_crawler(Spider, settings_dict={"FOCUSED_STATS_FILE": str(path)})

@@ -12,16 +12,11 @@ from sklearn.naive_bayes import MultinomialNB
 
 from focused.cli import main
 from focused.corpora.dirtree import DirTreeError, iter_dirtree
-from focused.learning.critic import (
-    Critic,
-    CrossFitCritic,
-    ModelError,
-    Topic,
-    UnknownTopicError,
-    Verdict,
-    load_critic,
-    save_bundle,
-)
+from focused.learning.critic.bundle import ModelError
+from focused.learning.critic.crossfit import CrossFitCritic
+from focused.learning.critic.load import load_critic, save_bundle
+from focused.learning.critic.naive_bayes import Critic
+from focused.learning.critic.topics import Topic, UnknownTopicError, Verdict
 
 VOCAB = {
     "sci.space": ["orbit", "rocket", "launch", "nasa", "satellite", "shuttle", "moon", "mars", "payload"],

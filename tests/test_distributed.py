@@ -130,8 +130,8 @@ def test_a_worker_whose_redis_is_gone_stops_with_one_error_line(tmp_path, caplog
 
 
 def test_a_worker_that_cannot_use_the_frontier_is_refused_before_it_starts(redis_server, tmp_path):
-    from focused.core.scheduler import check_jobdir
     from focused.errors import ConfigError
+    from focused.frontier.settings import check_jobdir
 
     settings = redis_settings(redis_server)
     _, a = make_scheduler(**settings)

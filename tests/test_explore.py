@@ -2,10 +2,11 @@ import numpy as np
 import pytest
 
 from focused.bench.suite import split_strategy
-from focused.learning.apprentice import Apprentice
 from focused.learning.apprentice.explore import NoveltyBonus
+from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.linkbatch import LinkBatch
-from focused.learning.apprentice.online import LinkPayload, OnlineApprentice
+from focused.learning.apprentice.online import OnlineApprentice
+from focused.learning.apprentice.payload import LinkPayload
 
 
 def anchor_critic(texts, urls):

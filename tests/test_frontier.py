@@ -1,6 +1,6 @@
 import pytest
 
-from focused.frontier import Frontier
+from focused.frontier.heap import Frontier
 from focused.priority import PRIORITY_SCALE, SEED_PRIORITY, priority_to_score, score_to_priority
 
 

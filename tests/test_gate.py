@@ -1,8 +1,8 @@
 import numpy as np
 import pytest
 
-from focused.learning.apprentice import Apprentice
 from focused.learning.apprentice.gate import SwitchGate, fit_logistic_1d, log_loss
+from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.online import OnlineApprentice
 
 CONTEXT = '<div><h2>{h}</h2><ul><li><a href="{u}">item</a></li></ul></div>'

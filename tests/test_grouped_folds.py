@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from focused.learning.apprentice import Apprentice
+from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.online import OnlineApprentice
 from focused.learning.apprentice.payload import LinkPayload, page_key, target_group
 from focused.learning.apprentice.stats import fold_of

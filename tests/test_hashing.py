@@ -11,9 +11,9 @@ from sklearn.feature_extraction import FeatureHasher
 from sklearn.feature_extraction.text import HashingVectorizer
 
 from focused.learning.apprentice.features import compact_many
-from focused.learning.critic.naive_bayes import _hash_texts
 from focused.page.hashing import FeatureIds
 from focused.page.text import tokenize
+from focused.page.words import hashed_counts as _hash_texts
 
 
 def _lists(seed: int = 0) -> list[list[str]]:

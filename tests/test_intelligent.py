@@ -13,8 +13,9 @@ from focused.bench.runner import CrawlSpec, run_crawl
 from focused.crawldb import iter_pages
 from focused.learning.critic.topics import Verdict
 from focused.learning.intelligent.knowledge import Knowledge, KnowledgeError, interest_ratios, sibling_ratio, url_tokens
-from focused.replay import ReplayServer, ReplayStore
-from focused.strategies import FetchedPage
+from focused.replay.server import ReplayServer
+from focused.replay.store import ReplayStore
+from focused.strategies.base import FetchedPage
 from focused.strategies.intelligent import IntelligentStrategy, page_id, parse_factors, to_score
 from tests.sites import COOKING, HOST, NEUTRAL, SPORT, add, page, train_critic, words
 
@@ -252,7 +253,11 @@ def test_bad_factor_or_k_file_is_one_clear_line(tmp_path):
     from scrapy.settings import Settings
 
     from focused.errors import ConfigError
-    from focused.extensions.intelligent import build_intelligent
+    from focused.strategies.base import BuildContext
+    from focused.strategies.intelligent import build_intelligent
+
+    def context(values):
+        return BuildContext(Settings(values), critic=None, topic=None, relevance_of=lambda *args: 0.0)
 
     cases = [
         ("intelligent:colour", {}, "strategy 'intelligent:colour': unknown intelligent-crawling factor 'colour'"),
@@ -262,6 +267,6 @@ def test_bad_factor_or_k_file_is_one_clear_line(tmp_path):
     ]
     for name, settings, message in cases:
         with pytest.raises(ConfigError, match=message.replace("(", r"\(").replace(")", r"\)")) as err:
-            build_intelligent(name, Settings(settings))
+            build_intelligent(name, context(settings))
         assert "\n" not in str(err.value)
-    assert build_intelligent("intelligent:url+link", Settings()).factors == ("url", "link")
+    assert build_intelligent("intelligent:url+link", context({})).factors == ("url", "link")

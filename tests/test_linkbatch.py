@@ -5,11 +5,12 @@ import pytest
 import scipy.sparse as sp
 
 from focused.frontier.payloads import decode_link_batch, decode_payload, encode_payload
-from focused.learning.apprentice import Apprentice
 from focused.learning.apprentice import features as linkfeatures
 from focused.learning.apprentice.features import csr_from_flat, from_compact
+from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.linkbatch import LinkBatch
-from focused.learning.apprentice.online import LinkPayload, OnlineApprentice
+from focused.learning.apprentice.online import OnlineApprentice
+from focused.learning.apprentice.payload import LinkPayload
 
 
 def _payload(rng: np.random.Generator, n: int, sparse: bool = False) -> LinkPayload:

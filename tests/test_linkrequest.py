@@ -6,9 +6,9 @@ import pytest
 from scrapy import Request, Spider
 from scrapy.utils.request import request_from_dict
 
-from focused.core import linkrequest
-from focused.core.linkrequest import LinkRequest
+from focused.frontier import linkrequest
 from focused.frontier.compact import Packed, RequestPacker
+from focused.frontier.linkrequest import LinkRequest
 from focused.frontier.requests import decode_request, encode_request
 
 URLS = [

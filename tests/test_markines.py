@@ -19,7 +19,7 @@ from focused.learning.markines.classifiers import (
     platt_sigmoid,
     select_features,
 )
-from focused.strategies import FetchedPage
+from focused.strategies.base import FetchedPage
 from focused.strategies.markines import MarkinesStrategy, OnlineMarkines, parse_name
 from tests.sites import COOKING, NEUTRAL, SPORT, words
 

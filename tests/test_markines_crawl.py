@@ -11,7 +11,8 @@ from focused.bench.runner import CrawlSpec, run_crawl
 from focused.cli import main
 from focused.crawldb import iter_pages
 from focused.learning.markines.classifiers import MarkinesModel
-from focused.replay import ReplayServer, ReplayStore
+from focused.replay.server import ReplayServer
+from focused.replay.store import ReplayStore
 from tests.sites import COOKING, HOST, SPORT, add, page, train_critic, words
 from tests.test_markines import GAP
 

@@ -11,7 +11,8 @@ from scrapy.utils.test import get_crawler
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.core.scheduler import SCHEDULER_ATTR, FocusedScheduler
 from focused.crawldb import iter_pages
-from focused.replay import ReplayServer, write_labels
+from focused.replay.labels import write_labels
+from focused.replay.server import ReplayServer
 from focused.spidermiddlewares.scoring import LinkScoringMiddleware, merges_early
 from tests.sites import HOST, shared_links_site, train_critic
 

@@ -18,9 +18,13 @@ import pytest
 
 from focused.bench.runner import PROJECT_ROOT
 from focused.cli import main
-from focused.learning.apprentice import Apprentice, ApprenticeModel, ModelFileError
-from focused.learning.critic import Critic, CrossFitCritic, ModelError, load_critic
-from focused.learning.modelfile import HEADER_KEY, read_model, save_model
+from focused.learning.apprentice.learner import Apprentice
+from focused.learning.apprentice.model import ApprenticeModel
+from focused.learning.critic.bundle import ModelError
+from focused.learning.critic.crossfit import CrossFitCritic
+from focused.learning.critic.load import load_critic
+from focused.learning.critic.naive_bayes import Critic
+from focused.learning.modelfile import HEADER_KEY, ModelFileError, read_model, save_model
 from tests.sites import COOKING, NEUTRAL, SPORT
 
 N_FEATURES = 2**12

@@ -7,7 +7,7 @@ import pytest
 from scipy.stats import kendalltau
 from sklearn.linear_model import LogisticRegression
 
-from focused.learning.apprentice import Apprentice
+from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.offset_fit import fit_offset_logistic
 from focused.learning.apprentice.stats import add_counts, stacked_sigmoid
 

@@ -1,8 +1,9 @@
 import numpy as np
 import pytest
 
-from focused.learning.apprentice import Apprentice
-from focused.learning.apprentice.online import LinkPayload, OnlineApprentice, page_key
+from focused.learning.apprentice.learner import Apprentice
+from focused.learning.apprentice.online import OnlineApprentice
+from focused.learning.apprentice.payload import LinkPayload, page_key
 from focused.priority import score_to_priority
 
 GOOD = '<div><h2>results</h2><ul><li><a href="{g}">item</a></li></ul></div>'
@@ -153,7 +154,7 @@ def test_anchor_weight_must_be_a_fraction():
 def test_link_payloads_round_trip_as_bytes_and_damage_is_refused():
     import numpy as np
 
-    from focused.learning.apprentice.online import LinkPayload
+    from focused.learning.apprentice.payload import LinkPayload
 
     with_side = LinkPayload(np.array([3, 1, 4, 1], np.int32), np.array([0.25, -2.0], np.float32))
     for payload in (with_side, LinkPayload(np.zeros(0, np.int32))):
@@ -172,7 +173,7 @@ def test_store_payloads_keep_sorted_ids_as_gaps_and_anything_else_as_written():
     import numpy as np
 
     from focused.frontier.payloads import decode_payload, encode_payload
-    from focused.learning.apprentice.online import LinkPayload
+    from focused.learning.apprentice.payload import LinkPayload
 
     side = np.array([0.25, -2.0], np.float32)
     cases = [
@@ -203,7 +204,7 @@ def test_payloads_decoded_in_one_batch_equal_those_decoded_one_by_one():
     import numpy as np
 
     from focused.frontier.payloads import decode_payload, decode_payloads, encode_payload
-    from focused.learning.apprentice.online import LinkPayload
+    from focused.learning.apprentice.payload import LinkPayload
 
     rng = np.random.default_rng(3)
     payloads = [

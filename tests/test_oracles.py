@@ -8,11 +8,12 @@ import pytest
 
 from focused.bench.graph import link_graph, write_link_graph
 from focused.bench.runner import run_crawl
-from focused.core.runtime import label_lookup
 from focused.crawldb import iter_pages
-from focused.learning.critic import Critic, Verdict
-from focused.replay import ReplayStore, StoredResponse, write_labels
-from focused.strategies import FetchedPage
+from focused.learning.critic.naive_bayes import Critic
+from focused.learning.critic.topics import Verdict
+from focused.replay.labels import label_lookup, write_labels
+from focused.replay.store import ReplayStore, StoredResponse
+from focused.strategies.base import FetchedPage
 from focused.strategies.oracles import GraphFileError, LookAheadOracle, load_graph, save_graph
 from tests.sites import graph_crawl, graph_web
 

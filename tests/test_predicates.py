@@ -10,7 +10,7 @@ import pytest
 
 from focused.bench.runner import PROJECT_ROOT
 from focused.errors import ConfigError
-from focused.learning.critic import load_critic
+from focused.learning.critic.load import load_critic
 from focused.learning.critic.topics import Verdict
 from focused.relevance import RelevanceDefinition, load_predicate
 from focused.relevance.predicates import Page, PredicateError, parse_predicate

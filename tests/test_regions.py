@@ -10,9 +10,10 @@ from focused.crawldb import iter_pages
 from focused.learning.apprentice.pagelinks import page_payloads
 from focused.learning.apprentice.payload import LinkPayload
 from focused.learning.apprentice.siblings import SiblingFeedback, payload_tags, source_tag
-from focused.page.parse import parse_page, stream_page
+from focused.page.parse import parse_page
 from focused.page.regions import link_regions
-from focused.replay import ReplayServer
+from focused.page.stream import stream_page
+from focused.replay.server import ReplayServer
 from tests.sites import HOST, train_critic, two_lists_site
 
 DEPARTMENT = """<html><body><h2>Faculty</h2><ul><li><a href="/f1">A</a></li><li><a href="/f2">B</a></li></ul>

@@ -21,21 +21,13 @@ from warcio.warcwriter import WARCWriter
 
 from focused.cli import main as cli_main
 from focused.corpora.webkb import iter_webkb
-from focused.replay import (
-    Lookup,
-    PortInUseError,
-    ReplayServer,
-    ReplayStore,
-    StoredResponse,
-    StoreError,
-    iter_warc,
-    normalize_url,
-    open_store,
-    read_labels,
-    webkb_to_warc,
-    write_labels,
-    write_warc,
-)
+from focused.replay.files import StoreError
+from focused.replay.labels import read_labels, write_labels
+from focused.replay.load import from_webkb, open_store, webkb_to_warc
+from focused.replay.server import PortInUseError, ReplayServer
+from focused.replay.store import Lookup, ReplayStore, StoredResponse
+from focused.replay.urlnorm import normalize_url
+from focused.replay.warc import iter_warc, write_warc
 
 REPO = Path(__file__).resolve().parents[1]
 DEV_ARCHIVE = REPO / ".." / "shared" / "corpora" / "webkb-dev.tar.gz"
@@ -377,7 +369,7 @@ def make_webkb(root: Path) -> Path:
 
 
 def test_from_webkb(tmp_path: Path) -> None:
-    s = ReplayStore.from_webkb(make_webkb(tmp_path))
+    s = from_webkb(make_webkb(tmp_path))
     assert len(s) == 5
     assert s.label_of("http://www.cs.example.edu/~ann/") == "student"
     assert s.group_of("http://www.cs.example.edu/") == "cornell"
@@ -385,13 +377,13 @@ def test_from_webkb(tmp_path: Path) -> None:
     moved = s.resolve("http://www.cs.texas-ex.edu/cs101").response
     assert moved is not None and moved.status == 302
     assert moved.header("Location") == "http://www.cs.texas-ex.edu/cs101/"
-    assert ReplayStore.from_webkb(tmp_path, universities=["texas"]).urls() == [
+    assert from_webkb(tmp_path, universities=["texas"]).urls() == [
         "http://www.cs.texas-ex.edu/cs101",
         "http://www.cs.texas-ex.edu/~bo/",
         "http://www.cs.texas-ex.edu/plain.txt",
     ]
     with pytest.raises(StoreError, match="wisconsin"):
-        ReplayStore.from_webkb(tmp_path, universities=["texas", "wisconsin"])
+        from_webkb(tmp_path, universities=["texas", "wisconsin"])
 
 
 def test_webkb_to_warc(tmp_path: Path) -> None:

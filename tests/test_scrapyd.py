@@ -17,9 +17,9 @@ import pytest
 
 from focused.bench.runner import PROJECT_ROOT
 from focused.crawldb import iter_pages, read_meta
-from focused.learning.critic import load_critic
+from focused.learning.critic.load import load_critic
 from focused.paths import MODELS_PACKAGE, load_model, locate_model
-from focused.replay import ReplayServer
+from focused.replay.server import ReplayServer
 from tests.scrapyd_server import ScrapydServer, copy_project, deploy
 from tests.sites import HOST, hub_site, train_critic
 
@@ -56,7 +56,11 @@ def test_deploy_and_crawl_with_the_packaged_and_a_given_model(scrapyd):
     assert scrapyd["deployed"]["project"] == PROJECT and scrapyd["deployed"]["spiders"] == 2
     with zipfile.ZipFile(server.root / "eggs" / PROJECT / f"{VERSION}.egg") as egg:
         names = set(egg.namelist())
-    assert {"focused/settings/__init__.py", f"{MODELS_PACKAGE}/webkb-pagetype.npz", f"{MODELS_PACKAGE}/wiki-topics.npz"} <= names
+    assert {
+        "focused/settings/__init__.py",
+        f"{MODELS_PACKAGE}/webkb-pagetype.npz",
+        f"{MODELS_PACKAGE}/wiki-topics.npz",
+    } <= names
 
     model = train_critic(scrapyd["tmp"] / "critic.npz")
     given = schedule(scrapyd, ("topic", "sport"), ("model", str(model)))

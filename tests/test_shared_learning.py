@@ -11,8 +11,9 @@ import time
 import numpy as np
 import pytest
 
-from focused.learning.apprentice import Apprentice
-from focused.learning.apprentice.online import LinkPayload, OnlineApprentice
+from focused.learning.apprentice.learner import Apprentice
+from focused.learning.apprentice.online import OnlineApprentice
+from focused.learning.apprentice.payload import LinkPayload
 from focused.learning.apprentice.shared import SharedLearning, model_to_bytes
 
 N_FEATURES = 2**10
@@ -205,7 +206,7 @@ def test_shared_learning_only_with_a_redis_frontier_and_a_learning_apprentice(re
     from scrapy.settings import Settings
 
     from focused.extensions.apprentice.shared import SharedFeedback, open_shared
-    from focused.strategies import ApprenticeStrategy
+    from focused.strategies.apprentice import ApprenticeStrategy
 
     def crawler(**settings):
         return SimpleNamespace(settings=Settings(settings), stats=None, spidercls=SimpleNamespace(name="focused"))

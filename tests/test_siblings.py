@@ -4,11 +4,12 @@ import pytest
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.bench.suite import split_strategy
 from focused.crawldb import iter_pages
-from focused.learning.apprentice import Apprentice
+from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.linkbatch import LinkBatch
-from focused.learning.apprentice.online import LinkPayload, OnlineApprentice
+from focused.learning.apprentice.online import OnlineApprentice
+from focused.learning.apprentice.payload import LinkPayload
 from focused.learning.apprentice.siblings import LearnedWeight, SiblingFeedback, source_tag
-from focused.replay import ReplayServer
+from focused.replay.server import ReplayServer
 from tests.sites import HOST, neutral_hubs_site, train_critic
 
 
@@ -143,7 +144,7 @@ def test_the_crawlers_sibling_term_lowers_links_unless_told_to_lift_only():
     for given, lower in (({}, True), ({"FOCUSED_APPRENTICE_SIBLINGS_LOWER": False}, False)):
         settings = Settings({"FOCUSED_TOPIC": "course", "FOCUSED_STRATEGY": "apprentice", **given})
         settings.setmodule("focused.settings", priority="default")
-        siblings = CrawlRuntime(settings)._siblings()
+        siblings = CrawlRuntime(settings).strategy.online.siblings
         assert siblings is not None and siblings.lower is lower and siblings.spread_scale == 2.0
 
 

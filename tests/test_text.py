@@ -121,7 +121,8 @@ PAGES = [
 def test_one_walk_gives_the_leaves_and_the_text_of_two(html: str) -> None:
     """The page's one walk (leaves, links, title, base and text) equals the leaf walk without text plus
     collect_text's own walk over the same tree."""
-    from focused.page.parse import ParsedPage, _parse, _read_tree, collect_text, parse_page, prepare
+    from focused.page.parse import _parse, _read_tree, collect_text, parse_page, prepare
+    from focused.page.parsed import ParsedPage
 
     prepared, as_written = prepare(html)
     assert as_written is None

@@ -10,8 +10,8 @@ import pytest
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.cli import main
 from focused.crawldb import iter_pages
-from focused.learning.critic import load_critic
-from focused.replay import ReplayServer
+from focused.learning.critic.load import load_critic
+from focused.replay.server import ReplayServer
 from focused.replay.warc import write_warc
 from tests.sites import COOKING, HOST, NEUTRAL, SPORT, graph_site, words
 
@@ -55,7 +55,7 @@ def test_a_topic_from_example_files_ranks_held_out_positives_above_negatives(cor
 
 
 def test_positive_urls_are_read_from_a_warc(corpus, capsys):
-    from focused.replay import StoredResponse
+    from focused.replay.store import StoredResponse
 
     rng = random.Random(1)
     headers = [("Content-Type", "text/html")]

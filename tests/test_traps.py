@@ -17,7 +17,7 @@ from focused.crawldb import iter_pages
 from focused.downloadermiddlewares.trapguard import TrapGuardMiddleware
 from focused.errors import ConfigError
 from focused.page.simhash import SimHashIndex, distance, simhash
-from focused.replay import ReplayServer
+from focused.replay.server import ReplayServer
 from focused.spidermiddlewares.canonical import strip_session_ids
 from focused.spidermiddlewares.linkguard import LinkGuardMiddleware, path_repeats
 from focused.spidermiddlewares.neardup import NearDuplicateMiddleware

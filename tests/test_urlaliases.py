@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from focused.bench.runner import run_crawl
-from focused.core.runtime import label_key_lookup
 from focused.crawldb import iter_pages
+from focused.replay.labels import label_key_lookup
 from focused.spidermiddlewares.canonical import ALIAS_STAT
 from focused.urls import collapse_aliases
 from tests.local_server import HTML, Answer, LocalServer, direct_crawl
@@ -112,7 +112,7 @@ def test_a_page_linked_under_several_aliases_is_fetched_once(tmp_path: Path) -> 
 
 
 def test_true_harvest_counts_a_page_once_whatever_url_fetched_it() -> None:
-    from focused.core.runtime import first_fetches_on_topic
+    from focused.replay.labels import first_fetches_on_topic
 
     labels = {"http://a.test/u/": "sport", "http://a.test/v.html": "misc", "http://a.test/w/index.html": "sport"}
     urls = [

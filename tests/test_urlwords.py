@@ -7,9 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from focused.learning.apprentice.online import make_snippet_critic
-from focused.learning.critic import Critic, ModelError, load_critic
+from focused.learning.critic.bundle import ModelError
 from focused.learning.critic.crossfit import CrossFitCritic
+from focused.learning.critic.load import load_critic
+from focused.learning.critic.naive_bayes import Critic
+from focused.learning.critic.snippet import make_snippet_critic
 from focused.learning.critic.urlwords import MAX_URL_WORDS, path_words, url_text, url_vocabulary
 from focused.learning.modelfile import read_model, save_model
 

@@ -8,9 +8,13 @@ import numpy as np
 import pytest
 from sklearn.linear_model import SGDClassifier
 
-from focused.learning.critic import Critic, CrossFitCritic, ModelError, Verdict, load_critic, save_bundle
+from focused.learning.critic.bundle import ModelError
+from focused.learning.critic.crossfit import CrossFitCritic
+from focused.learning.critic.load import load_critic, save_bundle
+from focused.learning.critic.naive_bayes import Critic
+from focused.learning.critic.topics import Verdict
 from focused.learning.critic.verdict_head import EPOCHS, train_head
-from focused.strategies import Baseline, FetchedPage
+from focused.strategies.base import Baseline, FetchedPage
 from tests.test_critic import make_corpus
 
 MODELS = Path(__file__).resolve().parents[1] / "models"

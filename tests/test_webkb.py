@@ -11,8 +11,9 @@ import pytest
 from focused.bench.metrics import crawl_curve
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl
 from focused.crawldb import iter_pages
-from focused.learning.critic import load_critic
-from focused.replay import ReplayServer, open_store
+from focused.learning.critic.load import load_critic
+from focused.replay.load import open_store
+from focused.replay.server import ReplayServer
 
 ARCHIVE = PROJECT_ROOT.parent / "shared" / "corpora" / "webkb-dev.tar.gz"
 MODEL = PROJECT_ROOT / "models" / "webkb-pagetype.npz"

@@ -11,19 +11,18 @@ import pytest
 
 from focused.cli import main as cli_main
 from focused.corpora.wikispeedia import WikispeediaError, load_wikispeedia
-from focused.learning.critic import Critic, load_critic
 from focused.learning.critic.crossfit import CrossFitCritic, fold_of
-from focused.replay import iter_warc, normalize_url, open_store, read_labels
+from focused.learning.critic.load import load_critic
+from focused.learning.critic.naive_bayes import Critic
+from focused.replay.labels import read_labels
+from focused.replay.load import open_store
+from focused.replay.urlnorm import normalize_url
+from focused.replay.warc import iter_warc
 from focused.wiki import render
-from focused.wiki.build import (
-    WikiTrack,
-    build_wiki_web,
-    prepare_wiki_track,
-    reachable_from,
-    read_link_graph,
-    seed_articles,
-)
+from focused.wiki.build import WikiTrack, prepare_wiki_track
+from focused.wiki.graph import reachable_from, read_link_graph, seed_articles
 from focused.wiki.taxonomy import article_classes, build_taxonomy
+from focused.wiki.web import build_wiki_web
 
 REPO = Path(__file__).resolve().parents[1]
 REAL_ARCHIVE = REPO / ".." / "shared" / "corpora" / "wikispeedia.tar.gz"

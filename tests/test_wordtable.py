@@ -7,11 +7,11 @@ import threading
 import numpy as np
 import pytest
 
-from focused.learning.critic.naive_bayes import _hash_texts
 from focused.page import words as wordtable
 from focused.page.hashing import FeatureIds
 from focused.page.text import tokenize
 from focused.page.words import WordTable, hashed_counts
+from focused.page.words import hashed_counts as _hash_texts
 
 TEXTS = [
     "CS 415: Operating Systems, Fall 1996 (e-mail CS415-TAs)",

@@ -13,7 +13,7 @@ import pytest
 
 from focused.bench.runner import PROJECT_ROOT, scrapy_command, stats_path
 from focused.crawldb import CrawlDB, CrawlDBError, iter_pages
-from focused.replay import ReplayServer
+from focused.replay.server import ReplayServer
 from focused.settings import defaults
 from tests.sites import graph_crawl, graph_site, train_critic
 

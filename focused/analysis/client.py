@@ -26,9 +26,10 @@ from typing import TYPE_CHECKING
 
 from focused.analysis.worker import AnalysisConfig, AnalysisPool
 from focused.core.runtime import CrawlRuntime
-from focused.page.parse import ParsedPage
+from focused.page.parsed import ParsedPage
+from focused.settings.access import setting
 from focused.spidermiddlewares.neardup import FINGERPRINT_META_KEY
-from focused.strategies import ApprenticeStrategy
+from focused.strategies.apprentice import ApprenticeStrategy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -59,7 +60,7 @@ class PageAnalysis:
         config = AnalysisConfig(
             critic=critic,
             topic=runtime.topic if critic is not None else None,
-            fingerprints=crawler.settings.getbool("FOCUSED_NEAR_DUPLICATES", True),
+            fingerprints=setting(crawler.settings, "FOCUSED_NEAR_DUPLICATES"),
             d_max=online.d_max if online is not None else None,
             n_features=online.learner.n_features if online is not None else 0,
             max_links=max_links,

@@ -9,7 +9,7 @@ from scrapy.linkextractors import IGNORED_EXTENSIONS
 from w3lib.url import safe_url_string
 
 from focused.learning.apprentice.features import resolve_links
-from focused.page.parse import ParsedPage
+from focused.page.parsed import ParsedPage
 
 
 def take_links(parsed: ParsedPage, url: str, encoding: str, max_links: int) -> tuple[list[str], int]:

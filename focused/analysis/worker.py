@@ -30,7 +30,8 @@ from typing import Any
 
 from focused.analysis.outlinks import take_links
 from focused.learning.apprentice.linkids import page_link_ids
-from focused.page.parse import ParsedPage, parse_page
+from focused.page.parse import parse_page
+from focused.page.parsed import ParsedPage
 from focused.page.simhash import simhash
 
 

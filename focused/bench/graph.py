@@ -12,7 +12,7 @@ import logging
 from pathlib import Path
 
 from focused.bench.metrics import outlinks
-from focused.replay import ReplayStore
+from focused.replay.store import ReplayStore
 from focused.replay.urlnorm import normalize_url
 from focused.strategies.oracles import save_graph
 

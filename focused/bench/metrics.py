@@ -19,9 +19,9 @@ from pathlib import Path
 
 from lxml import html as lxml_html
 
-from focused.core.runtime import first_fetches_on_topic
 from focused.crawldb import iter_pages
-from focused.learning.critic import Topic
+from focused.learning.critic.topics import Topic
+from focused.replay.labels import first_fetches_on_topic
 
 
 @dataclass(frozen=True)
@@ -97,7 +97,7 @@ def outlinks(url: str, body: bytes) -> list[str]:
 def reachable(store: object, seeds: Iterable[str], *, max_pages: int = 1_000_000) -> set[str]:
     """Normalised URLs of stored pages reachable from the seeds (following redirects).
 
-    ``store`` is a :class:`focused.replay.ReplayStore`.
+    ``store`` is a :class:`focused.replay.store.ReplayStore`.
     """
     from focused.replay.urlnorm import normalize_url
 

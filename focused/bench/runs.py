@@ -8,7 +8,7 @@ from typing import Any
 from focused.bench.metrics import crawl_curve
 from focused.bench.runner import CrawlResult
 from focused.bench.tracks import Case, Track
-from focused.learning.critic import load_critic
+from focused.learning.critic.load import load_critic
 
 #: Pages after which harvest, loss and recall are read.
 CHECKPOINTS = (100, 250, 500, 1000)

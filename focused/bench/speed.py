@@ -18,13 +18,14 @@ from typing import Any
 
 import numpy as np
 
-from focused.frontier import Frontier
-from focused.learning.apprentice import Apprentice
+from focused.frontier.heap import Frontier
 from focused.learning.apprentice.features import compact_many, extract_link_features
-from focused.learning.apprentice.online import LinkPayload, OnlineApprentice
-from focused.learning.critic import load_critic
+from focused.learning.apprentice.learner import Apprentice
+from focused.learning.apprentice.online import OnlineApprentice
+from focused.learning.apprentice.payload import LinkPayload
+from focused.learning.critic.load import load_critic
 from focused.page.text import html_to_text
-from focused.replay import ReplayStore
+from focused.replay.store import ReplayStore
 
 
 def _ms(seconds: float) -> float:

@@ -23,8 +23,9 @@ from focused.bench.runner import PROJECT_ROOT, CrawlResult, CrawlSpec, run_crawl
 from focused.bench.runs import Run, crawl_figures, failed_run
 from focused.bench.summary import ORACLES, summarize
 from focused.bench.tracks import Case, Track
-from focused.learning.critic import load_critic
-from focused.replay import ReplayServer
+from focused.learning.critic.load import load_critic
+from focused.replay.server import ReplayServer
+from focused.settings import defaults
 
 logger = logging.getLogger(__name__)
 
@@ -226,13 +227,13 @@ def _offline_sources(track: Track, case: Case, config: BenchConfig) -> list[Path
 
 def _train_offline(track: Track, case: Case, strategy: str, config: BenchConfig) -> Path | None:
     from focused.learning.apprentice.data import train_apprentice
-    from focused.learning.apprentice.online import make_snippet_critic
+    from focused.learning.critic.snippet import make_snippet_critic
 
     _, variant = split_strategy(strategy)
     settings = {**config.extra_settings, **variant}
-    class_features = bool(settings.get("FOCUSED_APPRENTICE_CLASS_FEATURES"))
+    class_features = bool(settings.get("FOCUSED_APPRENTICE_CLASS_FEATURES", defaults.FOCUSED_APPRENTICE_CLASS_FEATURES))
     snippet = None
-    if settings.get("FOCUSED_APPRENTICE_ANCHOR_CRITIC", True):
+    if settings.get("FOCUSED_APPRENTICE_ANCHOR_CRITIC", defaults.FOCUSED_APPRENTICE_ANCHOR_CRITIC):
         critic = load_critic(case.model)  # the critic the crawl will use reads the anchors
         snippet = make_snippet_critic(critic, critic.resolve_topic(case.topic))
     sources = _offline_sources(track, case, config)
@@ -241,7 +242,7 @@ def _train_offline(track: Track, case: Case, strategy: str, config: BenchConfig)
         return None
     out = config.out / "cache" / "apprentices" / f"{track.name}-{case.group}-{case.topic}-{strategy}.npz"
     out.parent.mkdir(parents=True, exist_ok=True)
-    d_max = int(settings.get("FOCUSED_APPRENTICE_DMAX", 5))
+    d_max = int(settings.get("FOCUSED_APPRENTICE_DMAX", defaults.FOCUSED_APPRENTICE_DMAX))
     train_apprentice(sources, d_max=d_max, class_features=class_features, snippet_critic=snippet).save(out)
     return out
 

@@ -19,11 +19,13 @@ from typing import TYPE_CHECKING, Any
 
 from focused.bench.graph import write_link_graph
 from focused.bench.metrics import canonical_url, reachable
-from focused.replay import ReplayStore, open_store, write_labels
+from focused.replay.labels import write_labels
+from focused.replay.load import open_store
+from focused.replay.store import ReplayStore
 from focused.strategies.oracles import load_graph
 
 if TYPE_CHECKING:
-    from focused.learning.critic import Critic
+    from focused.learning.critic.naive_bayes import Critic
 
 logger = logging.getLogger(__name__)
 
@@ -134,7 +136,7 @@ def train_store_critic(store: ReplayStore, groups: Collection[str], *, url_featu
 
     With ``url_features`` it learns from each page's URL words too (:mod:`focused.learning.critic.urlwords`).
     """
-    from focused.learning.critic import Critic
+    from focused.learning.critic.naive_bayes import Critic
 
     texts, labels, urls = store_training_set(store, groups)
     if len(set(labels)) < 2:
@@ -164,9 +166,9 @@ def holdout_track(
     a discriminative verdict (:mod:`focused.learning.critic.verdict_head`).
     Raises :class:`TrackError` naming what is wrong and what is valid.
     """
-    from focused.learning.critic import load_critic
+    from focused.learning.critic.load import load_critic
     from focused.learning.critic.topics import UnknownTopicError
-    from focused.replay.store import StoreError
+    from focused.replay.files import StoreError
 
     cache.mkdir(parents=True, exist_ok=True)
     try:
@@ -257,9 +259,10 @@ def wiki_track(
     graph (for the default topics, the seeds the track stored by the same rule).
     With ``critic_urls`` the critic has URL features, with ``critic_head`` a discriminative verdict.
     """
-    from focused.learning.critic import load_critic
+    from focused.learning.critic.load import load_critic
     from focused.learning.critic.topics import UnknownTopicError
-    from focused.wiki.build import prepare_wiki_track, reachable_from, read_link_graph
+    from focused.wiki.build import prepare_wiki_track
+    from focused.wiki.graph import reachable_from, read_link_graph
 
     wiki = prepare_wiki_track(cache / "wiki", url_features=critic_urls, verdict_head=critic_head)
     store = open_store(wiki.warc, labels=wiki.labels)

@@ -71,7 +71,7 @@ def bench_run(config: Any, markdown: Callable[[dict[str, Any]], str]) -> Iterato
 
     ``config`` is a benchmark's config dataclass with an ``out`` folder.
     """
-    from focused.wiki.build import build_wiki_web
+    from focused.wiki.web import build_wiki_web
 
     config.out.mkdir(parents=True, exist_ok=True)
     started = time.perf_counter()

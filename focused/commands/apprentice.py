@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 from focused.cli import CommandError
 
 if TYPE_CHECKING:
-    from focused.learning.apprentice.online import SnippetCritic
+    from focused.learning.critic.snippet import SnippetCritic
 
 logger = logging.getLogger(__name__)
 
@@ -90,8 +90,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
 
 def _train(args: argparse.Namespace) -> int:
     from focused.crawldb import CrawlDBError
-    from focused.learning.apprentice import NotReadyError
     from focused.learning.apprentice.data import instances_from_crawl, train_apprentice
+    from focused.learning.apprentice.learner import NotReadyError
 
     if args.d_max < 0:
         raise CommandError("--d-max must be >= 0")
@@ -147,8 +147,10 @@ def _train(args: argparse.Namespace) -> int:
 def _snippet_critic(db: Path, critic_path: str | None) -> SnippetCritic:
     """The critic reading anchor texts for the crawl's topic (``critic_path`` or the one ``db`` recorded)."""
     from focused.crawldb import read_meta
-    from focused.learning.apprentice.online import make_snippet_critic
-    from focused.learning.critic import ModelError, UnknownTopicError, load_critic
+    from focused.learning.critic.bundle import ModelError
+    from focused.learning.critic.load import load_critic
+    from focused.learning.critic.snippet import make_snippet_critic
+    from focused.learning.critic.topics import UnknownTopicError
     from focused.paths import load_model
 
     meta = read_meta(db)
@@ -167,7 +169,7 @@ def _snippet_critic(db: Path, critic_path: str | None) -> SnippetCritic:
 def _bench(args: argparse.Namespace) -> int:
     from focused.bench.studies.features import feature_study
     from focused.corpora.webkb import ArchiveError, default_archive
-    from focused.replay import StoreError
+    from focused.replay.files import StoreError
 
     archive = Path(args.archive) if args.archive else default_archive()
     if not archive.exists():

@@ -65,8 +65,11 @@ def convert_file(source: Path, out: Path) -> Any:
     """
     import joblib
 
-    from focused.learning.apprentice import LEARNER_KIND, MODEL_KIND, Apprentice, ApprenticeModel, ModelFileError
-    from focused.learning.critic import Critic, CrossFitCritic
+    from focused.learning.apprentice.learner import Apprentice
+    from focused.learning.apprentice.model import LEARNER_KIND, MODEL_KIND, ApprenticeModel
+    from focused.learning.critic.crossfit import CrossFitCritic
+    from focused.learning.critic.naive_bayes import Critic
+    from focused.learning.modelfile import ModelFileError
 
     try:
         bundle = joblib.load(source)  # the one unpickling in focused: the user said they trust the file

@@ -212,7 +212,8 @@ def _models(args: argparse.Namespace) -> int:
 
 
 def _topics(args: argparse.Namespace) -> int:
-    from focused.learning.critic import ModelError, load_critic
+    from focused.learning.critic.bundle import ModelError
+    from focused.learning.critic.load import load_critic
     from focused.paths import load_model
 
     try:

@@ -64,8 +64,11 @@ def run(args: argparse.Namespace) -> int:
     from focused.bench.metrics import crawl_curve
     from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl
     from focused.corpora.webkb import default_archive
-    from focused.learning.critic import load_critic
-    from focused.replay import ReplayServer, StoreError, open_store, write_labels
+    from focused.learning.critic.load import load_critic
+    from focused.replay.files import StoreError
+    from focused.replay.labels import write_labels
+    from focused.replay.load import open_store
+    from focused.replay.server import ReplayServer
     from focused.strategies import STRATEGIES
 
     if args.strategy not in STRATEGIES:

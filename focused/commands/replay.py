@@ -67,8 +67,9 @@ def _archive(path: Path | None) -> Path:
 
 def run_replay(args: argparse.Namespace) -> int:
     """Serve until Ctrl-C or SIGTERM."""
+    from focused.replay.files import StoreError
+    from focused.replay.load import open_store
     from focused.replay.server import PortInUseError, ReplayServer
-    from focused.replay.store import StoreError, open_store
 
     try:
         store = open_store(_archive(args.archive), args.labels, args.universities)
@@ -101,8 +102,8 @@ def run_replay(args: argparse.Namespace) -> int:
 
 def run_webkb_to_warc(args: argparse.Namespace) -> int:
     """Convert the WebKB archive to ``OUTPUT`` and a labels TSV."""
-    from focused.replay.store import StoreError
-    from focused.replay.warc import webkb_to_warc
+    from focused.replay.files import StoreError
+    from focused.replay.load import webkb_to_warc
 
     output: Path = args.output
     if not output.name.endswith((".warc", ".warc.gz")):

@@ -32,7 +32,7 @@ from focused.cli import positive_int
 from focused.commands.markines import fail
 
 if TYPE_CHECKING:
-    from focused.learning.critic import Critic
+    from focused.learning.critic.naive_bayes import Critic
 
 logger = logging.getLogger(__name__)
 
@@ -143,7 +143,7 @@ def _run(args: argparse.Namespace) -> int:
 def train_topic_critic(name: str, positives: list[str], negatives: list[str], **kw: Any) -> Critic:
     """A two-class critic (``name`` vs ``background``) with equal class priors: the background's size
     says nothing about how common the topic is."""
-    from focused.learning.critic import Critic
+    from focused.learning.critic.naive_bayes import Critic
 
     labels = [name] * len(positives) + ["background"] * len(negatives)
     critic = Critic.train(positives + negatives, labels, **kw)
@@ -237,7 +237,7 @@ def read_positives(specs: list[str], sources: list[str]) -> tuple[list[bytes], l
 def _stored_pages(source: str) -> Iterator[tuple[str, bytes]]:
     """(URL, body) of the pages of a crawl database or a WARC file."""
     from focused.crawldb import CrawlDBError, iter_pages
-    from focused.replay import StoreError
+    from focused.replay.files import StoreError
     from focused.replay.warc import iter_warc
 
     path = Path(source)

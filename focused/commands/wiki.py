@@ -55,7 +55,7 @@ def register(subparsers: Any) -> None:
 
 def _load(archive: Path | None) -> Any:
     from focused.corpora.wikispeedia import WikispeediaError, load_wikispeedia
-    from focused.wiki.build import default_archive
+    from focused.wiki.web import default_archive
 
     try:
         return load_wikispeedia(archive or default_archive())
@@ -65,7 +65,8 @@ def _load(archive: Path | None) -> Any:
 
 def run_build_wiki(args: argparse.Namespace) -> int:
     from focused.corpora.wikispeedia import WikispeediaError
-    from focused.wiki.build import DEFAULT_OUT, build_wiki_web, default_archive, prepare_wiki_track
+    from focused.wiki.build import prepare_wiki_track
+    from focused.wiki.web import DEFAULT_OUT, build_wiki_web, default_archive
 
     archive = args.archive or default_archive()
     if not archive.exists():
@@ -83,7 +84,7 @@ def run_build_wiki(args: argparse.Namespace) -> int:
     print(f"{web.warc}: {web.pages} pages, {web.articles} articles, {web.link_count} article links")
     print(f"labels: {web.labels}\nlink graph: {web.links}")
     if not args.web_only:
-        from focused.learning.critic import load_critic
+        from focused.learning.critic.load import load_critic
 
         accuracy = load_critic(track.critic).metadata.get("crossfit", {}).get("accuracy")
         measured = f" (5-fold top-1 accuracy {accuracy:.3f})" if accuracy is not None else ""
@@ -95,7 +96,7 @@ def run_build_wiki(args: argparse.Namespace) -> int:
 
 
 def run_train_wiki_critic(args: argparse.Namespace) -> int:
-    from focused.wiki.build import DEFAULT_ALPHA, DEFAULT_N_FEATURES, cross_validate, page_texts, train_wiki_critic
+    from focused.wiki.critic import DEFAULT_ALPHA, DEFAULT_N_FEATURES, cross_validate, page_texts, train_wiki_critic
     from focused.wiki.taxonomy import build_taxonomy
 
     start = time.perf_counter()

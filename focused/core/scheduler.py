@@ -58,9 +58,9 @@ from focused.core.fingerprints import UrlFingerprints
 from focused.frontier.leases import Leases
 from focused.frontier.memory import MemoryStore
 from focused.frontier.payloads import decode_link_batch, decode_payloads, encode_payload
-from focused.frontier.settings import check_jobdir as check_jobdir  # imported from here by older code
 from focused.frontier.settings import open_store, store_name
 from focused.frontier.store import FrontierStore, Push, PushResult, StoreError
+from focused.settings.access import setting
 from focused.urls import collapse_aliases
 
 if TYPE_CHECKING:
@@ -118,10 +118,10 @@ class FocusedScheduler:
         self.debug_duplicates = settings.getbool("DUPEFILTER_DEBUG")
         self._logged_duplicate = False
         self.store_name = store_name(settings, jobdir)
-        self.commit_seconds = settings.getfloat("FOCUSED_FRONTIER_COMMIT_SECONDS", 1.0)
+        self.commit_seconds = setting(settings, "FOCUSED_FRONTIER_COMMIT_SECONDS")
         # a page is one frontier entry whatever alias names it (FOCUSED_URL_ALIASES): outlinks arrive
         # collapsed already (focused.spidermiddlewares.canonical), seeds as the user gave them
-        alias = collapse_aliases if settings.getbool("FOCUSED_URL_ALIASES") else None
+        alias = collapse_aliases if setting(settings, "FOCUSED_URL_ALIASES") else None
         self._fingerprint = UrlFingerprints(crawler.request_fingerprinter, alias=alias)
         self.store: FrontierStore = MemoryStore()  # replaced in open()
         self.spider: Spider | None = None
@@ -136,9 +136,9 @@ class FocusedScheduler:
         self._wake: DelayedCall | None = None
         self._store_error: StoreError | None = None
         #: FOCUSED_FRONTIER_MAX_SIZE (0: no cap)
-        self.max_size = settings.getint("FOCUSED_FRONTIER_MAX_SIZE", 0)
+        self.max_size = setting(settings, "FOCUSED_FRONTIER_MAX_SIZE")
         #: FOCUSED_MAX_UNSCORED_PAGES: no request is handed out while more pages than this await scoring
-        self.max_unscored = settings.getint("FOCUSED_MAX_UNSCORED_PAGES", 16)
+        self.max_unscored = setting(settings, "FOCUSED_MAX_UNSCORED_PAGES")
         self._cap_warned = False
 
     @classmethod
@@ -343,7 +343,7 @@ class FocusedScheduler:
         now = time.monotonic()
         if busy or self._idle_since is None:
             self._idle_since = now
-        idle_seconds = self.crawler.settings.getfloat("FOCUSED_REDIS_IDLE_SECONDS", 0.0)
+        idle_seconds = setting(self.crawler.settings, "FOCUSED_REDIS_IDLE_SECONDS")
         if busy or now - self._idle_since < idle_seconds:
             logger.debug("Shared frontier: %d waiting, %d in flight at other workers; staying open", len(self), others)
             self._wake_soon()
@@ -362,7 +362,7 @@ class FocusedScheduler:
             return
         from twisted.internet import reactor
 
-        delay = max(0.01, self.crawler.settings.getfloat("FOCUSED_REDIS_POLL_SECONDS", 0.5))
+        delay = max(0.01, setting(self.crawler.settings, "FOCUSED_REDIS_POLL_SECONDS"))
         self._wake = cast(Any, reactor).callLater(delay, nextcall.schedule)
 
     def _store_failed(self, exc: StoreError) -> None:

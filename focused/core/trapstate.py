@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
 from focused.page.simhash import SimHashIndex
+from focused.settings.access import setting
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
@@ -54,7 +55,8 @@ class TrapState:
         if state is None:
             settings = crawler.settings
             state = cls(
-                settings.getint("FOCUSED_NEAR_DUPLICATE_BITS", 3), settings.getint("FOCUSED_TRAP_PATTERN_DUPLICATES", 3)
+                setting(settings, "FOCUSED_NEAR_DUPLICATE_BITS"),
+                setting(settings, "FOCUSED_TRAP_PATTERN_DUPLICATES"),
             )
             setattr(crawler, _ATTR, state)
         return state

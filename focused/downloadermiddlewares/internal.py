@@ -31,6 +31,7 @@ from twisted.internet.error import DNSLookupError
 
 from focused.addresses import AddressPolicy, AllowListError, IPAddress, parse_ip
 from focused.errors import ConfigError
+from focused.settings.access import setting
 
 if TYPE_CHECKING:
     from typing import Self
@@ -66,7 +67,7 @@ class RefuseInternalMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        return cls(crawler, build_policy(crawler.settings.get("FOCUSED_ALLOW_INTERNAL")))
+        return cls(crawler, build_policy(setting(crawler.settings, "FOCUSED_ALLOW_INTERNAL")))
 
     async def process_request(self, request: Request) -> None:
         parts = urlsplit(request.url)

@@ -6,6 +6,8 @@ from typing import TYPE_CHECKING
 
 from scrapy.exceptions import NotConfigured
 
+from focused.settings.access import setting
+
 if TYPE_CHECKING:
     from typing import Self
 
@@ -25,7 +27,7 @@ class ReplayProxyMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        proxy = crawler.settings.get("FOCUSED_REPLAY_PROXY") or ""
+        proxy = setting(crawler.settings, "FOCUSED_REPLAY_PROXY") or ""
         if not proxy:
             raise NotConfigured
         if not proxy.startswith("http://"):

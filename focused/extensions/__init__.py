@@ -7,5 +7,7 @@
   less often.
 - ``harvest``: Crawl progress: harvest and loss in the log every N pages, and the page budget.
 - ``intelligent``: The extension that keeps the intelligent crawler's statistics K learning (Aggarwal et al. 2001).
+- ``jobdir``: The extension that refuses a job directory that cannot be resumed, before the crawl starts.
 - ``reactorlag``: How long the reactor was kept from its timers: the longest lag of a 50 ms tick, as a stat.
+- ``statsfile``: The extension that writes a crawl's final stats as JSON to ``FOCUSED_STATS_FILE``, for scripts.
 """

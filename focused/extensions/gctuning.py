@@ -23,6 +23,8 @@ from typing import TYPE_CHECKING
 from scrapy import signals
 from scrapy.exceptions import NotConfigured
 
+from focused.settings.access import setting
+
 if TYPE_CHECKING:
     from typing import Self
 
@@ -39,7 +41,7 @@ class GarbageCollection:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        threshold = crawler.settings.getint("FOCUSED_GC_THRESHOLD", 10_000)
+        threshold = setting(crawler.settings, "FOCUSED_GC_THRESHOLD")
         if threshold <= 0:
             raise NotConfigured
         ext = cls(threshold)

@@ -6,25 +6,22 @@ Workers of one Redis frontier share the budget: each counts its new pages in
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
 from scrapy.exceptions import NotConfigured
 from scrapy.utils.defer import deferred_from_coro
-from scrapy.utils.job import job_dir
 
 from focused import signals
+from focused.settings.access import setting
 
 if TYPE_CHECKING:
     from typing import Self
 
     from scrapy.crawler import Crawler
 
-    from focused.pipelines import LabelledPage
+    from focused.signals import LabelledPage
 
 logger = logging.getLogger(__name__)
 
@@ -49,8 +46,8 @@ class HarvestMonitor:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        log_every = crawler.settings.getint("FOCUSED_LOG_EVERY", 100)
-        max_pages = crawler.settings.getint("FOCUSED_MAX_PAGES", 0)
+        log_every = setting(crawler.settings, "FOCUSED_LOG_EVERY")
+        max_pages = setting(crawler.settings, "FOCUSED_MAX_PAGES")
         if log_every <= 0 and max_pages <= 0:
             raise NotConfigured
         ext = cls(crawler, log_every, max_pages, SharedCount.of(crawler) if max_pages > 0 else None)
@@ -125,62 +122,3 @@ class SharedCount:
                 logger.warning("The shared page count is unavailable (%s); counting this worker's pages", exc)
                 self._warned = True
             return self._local
-
-
-class JobDirCheck:
-    """Refuse a job directory that cannot be resumed before anything starts: one clear line, exit 1.
-
-    The scheduler and the pipeline open the job's files only once Scrapy's
-    engine is starting, where an error would come with a cascade of
-    tracebacks; this extension is built with the crawler, so their checks run
-    first (the apprentice's checkpoint is checked by its own extension).
-    """
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        from focused.frontier.settings import check_jobdir
-        from focused.pipelines import read_job
-
-        check_jobdir(crawler.settings, crawler.spidercls.name)
-        jobdir = job_dir(crawler.settings)
-        if jobdir:
-            read_job(jobdir)
-        raise NotConfigured  # nothing more to do once the crawl runs
-
-
-class StatsFile:
-    """Write the crawl's final stats as JSON to ``FOCUSED_STATS_FILE`` (for scripts)."""
-
-    def __init__(self, crawler: Crawler, path: str) -> None:
-        self.crawler = crawler
-        self.path = path
-        self.reason: str | None = None
-
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> Self:
-        path = crawler.settings.get("FOCUSED_STATS_FILE") or ""
-        if not path:
-            raise NotConfigured
-        ext = cls(crawler, path)
-        crawler.signals.connect(ext.spider_closed, signal=scrapy_signals.spider_closed)
-        crawler.signals.connect(ext.engine_stopped, signal=scrapy_signals.engine_stopped)
-        return ext
-
-    def spider_closed(self, reason: str) -> None:
-        self.reason = reason
-        self._write()
-
-    def engine_stopped(self) -> None:
-        """Again, once the other components' closing work is done (the apprentice's last training
-        finishes after ``spider_closed``: its figures would be missing from the file)."""
-        if self.reason is not None:
-            self._write()
-
-    def _write(self) -> None:
-        stats = dict(self.crawler.stats.get_stats())
-        stats["finish_reason"] = self.reason
-        target = Path(self.path)
-        target.parent.mkdir(parents=True, exist_ok=True)
-        tmp = target.with_name(target.name + ".tmp")
-        tmp.write_text(json.dumps(stats, default=str, indent=1, sort_keys=True))
-        os.replace(tmp, target)

@@ -25,48 +25,17 @@ from scrapy.exceptions import NotConfigured
 from focused import signals
 from focused.core.runtime import CrawlRuntime
 from focused.errors import ConfigError
-from focused.learning.intelligent.knowledge import Knowledge, KnowledgeError
 from focused.paths import project_path
 from focused.priority import score_to_priority
-from focused.strategies.intelligent import FACTORS, IntelligentStrategy, parse_factors
+from focused.settings.access import setting
+from focused.strategies.intelligent import IntelligentStrategy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
-    from scrapy.settings import BaseSettings
 
-    from focused.pipelines import LabelledPage
+    from focused.signals import LabelledPage
 
 logger = logging.getLogger(__name__)
-
-
-def build_intelligent(name: str, settings: BaseSettings) -> IntelligentStrategy:
-    """``intelligent`` (the factors of FOCUSED_INTELLIGENT_FACTORS) or ``intelligent:FACTOR[+FACTOR]``."""
-    _, _, suffix = name.partition(":")
-    spec = suffix or settings.get("FOCUSED_INTELLIGENT_FACTORS") or ",".join(FACTORS)
-    try:
-        factors = parse_factors(spec)
-    except ValueError as exc:
-        where = f"strategy {name!r}" if suffix else f"FOCUSED_INTELLIGENT_FACTORS={spec!r}"
-        raise ConfigError(f"{where}: {exc} (e.g. intelligent:content, or intelligent for all four)") from exc
-    t = settings.getfloat("FOCUSED_INTELLIGENT_SIGNIFICANCE", 2.0)
-    if not t >= 0:
-        raise ConfigError(f"FOCUSED_INTELLIGENT_SIGNIFICANCE must be a number >= 0 (standard deviations), not {t}")
-    knowledge = None
-    path = settings.get("FOCUSED_INTELLIGENT_LOAD") or ""
-    if path:
-        try:
-            knowledge = Knowledge.load(project_path(path))
-        except KnowledgeError as exc:
-            raise ConfigError(str(exc)) from exc
-        logger.info("Intelligent crawl starts from %s: %r", path, knowledge)
-    return IntelligentStrategy(
-        factors,
-        knowledge=knowledge,
-        significance=t,
-        threshold=settings.getfloat("FOCUSED_RELEVANCE_THRESHOLD", 0.5),
-        soft=settings.getbool("FOCUSED_INTELLIGENT_SOFT", False),
-        name=name,
-    )
 
 
 class IntelligentFeedback:
@@ -77,10 +46,10 @@ class IntelligentFeedback:
         self.stats = crawler.stats
         self.strategy = strategy
         settings = crawler.settings
-        self.every = settings.getint("FOCUSED_INTELLIGENT_RESCORE_EVERY", 10)
+        self.every = setting(settings, "FOCUSED_INTELLIGENT_RESCORE_EVERY")
         if self.every < 0:
             raise ConfigError(f"FOCUSED_INTELLIGENT_RESCORE_EVERY must be >= 0 (0: never), not {self.every}")
-        self.save_path = settings.get("FOCUSED_INTELLIGENT_SAVE") or ""
+        self.save_path = setting(settings, "FOCUSED_INTELLIGENT_SAVE") or ""
         self.pages = 0
 
     @classmethod
@@ -123,9 +92,12 @@ class IntelligentFeedback:
         if self.save_path:
             path = project_path(self.save_path)
             try:
-                self.strategy.k.save(path, metadata={"strategy": self.strategy.name,
-                                                     "predicate": self.crawler.settings.get("FOCUSED_PREDICATE") or "",
-                                                     "topic": CrawlRuntime.of(self.crawler).topic_label})  # fmt: skip
+                metadata = {
+                    "strategy": self.strategy.name,
+                    "predicate": setting(self.crawler.settings, "FOCUSED_PREDICATE") or "",
+                    "topic": CrawlRuntime.of(self.crawler).topic_label,
+                }
+                self.strategy.k.save(path, metadata=metadata)
             except OSError as exc:
                 logger.error("Could not save the intelligent-crawl statistics to %s: %s", path, exc)
                 return

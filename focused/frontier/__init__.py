@@ -3,20 +3,8 @@
 * :mod:`focused.frontier.heap`: the in-memory best-first heap (parent merge, re-scoring);
 * :mod:`focused.frontier.store`: the store interface the scheduler uses;
 * :mod:`focused.frontier.memory`, :mod:`focused.frontier.sqlite`, :mod:`focused.frontier.redis`: its backends;
-* :mod:`focused.frontier.payloads`, :mod:`focused.frontier.requests`: requests and payloads as data (no pickle).
+* :mod:`focused.frontier.payloads`, :mod:`focused.frontier.requests`, :mod:`focused.frontier.compact`: requests and
+  payloads as data (no pickle), and :mod:`focused.frontier.linkrequest`, the request a link becomes;
+* :mod:`focused.frontier.leases`, :mod:`focused.frontier.redis_lua`, :mod:`focused.frontier.settings`: the Redis
+  store's leases and scripts, and the store a crawl's settings choose.
 """
-
-from focused.frontier.heap import AGGREGATIONS, TIEBREAKS, Entry, Frontier
-from focused.frontier.store import FrontierStore, Popped, Push, PushResult, StoreError
-
-__all__ = [
-    "AGGREGATIONS",
-    "TIEBREAKS",
-    "Entry",
-    "Frontier",
-    "FrontierStore",
-    "Popped",
-    "Push",
-    "PushResult",
-    "StoreError",
-]

@@ -3,7 +3,7 @@
 A waiting :class:`~scrapy.Request` object with its headers, cookies, flags and
 meta dict costs several hundred bytes, more than the URL it is for; a frontier
 holds hundreds of thousands. A *plain* request (a ``Request`` or the spider's
-:class:`~focused.core.linkrequest.LinkRequest`, a ``GET`` without body,
+:class:`~focused.frontier.linkrequest.LinkRequest`, a ``GET`` without body,
 headers, cookies, flags, errback or callback keyword arguments, as the spider
 yields them) is kept as a tuple of its class, its URL, its callback (one shared object per
 bound method), the names of its meta keys (one shared tuple per set of names)
@@ -19,7 +19,7 @@ from typing import Any
 
 from scrapy import Request
 
-from focused.core.linkrequest import LinkRequest
+from focused.frontier.linkrequest import LinkRequest
 
 #: The request classes packed (their constructors take the same arguments).
 _PLAIN = (Request, LinkRequest)

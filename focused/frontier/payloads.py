@@ -1,7 +1,7 @@
 """Payloads as bytes: what the scheduler stores with a waiting URL, per parent, without pickle.
 
 A payload is whatever the link scorer attached to a request (the apprentice's
-:class:`~focused.learning.apprentice.online.LinkPayload`, or any JSON-able value); a store
+:class:`~focused.learning.apprentice.payload.LinkPayload`, or any JSON-able value); a store
 keeps bytes, tagged by kind so that they decode to what was encoded.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from focused.learning.apprentice.linkbatch import LinkBatch
-from focused.learning.apprentice.online import LinkPayload
+from focused.learning.apprentice.payload import LinkPayload
 
 _LINK, _DELTAS, _JSON, _BYTES = b"L", b"D", b"J", b"B"
 

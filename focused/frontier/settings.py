@@ -14,6 +14,7 @@ from scrapy.utils.job import job_dir
 from focused.errors import ConfigError
 from focused.frontier.sqlite import check_store
 from focused.frontier.store import FrontierStore, StoreError
+from focused.settings.access import setting
 
 if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
@@ -51,7 +52,7 @@ def check_jobdir(settings: BaseSettings, spider_name: str = "focused") -> None:
 
 def store_name(settings: BaseSettings, jobdir: str | None) -> str:
     """The store a crawl with these settings uses: ``memory``, ``sqlite`` or ``redis``."""
-    name = settings.get("FOCUSED_FRONTIER_STORE") or "auto"
+    name = setting(settings, "FOCUSED_FRONTIER_STORE") or "auto"
     if name not in STORES:
         raise ConfigError(f"unknown FOCUSED_FRONTIER_STORE {name!r}; valid: {', '.join(STORES)}")
     if name == "auto":
@@ -70,14 +71,14 @@ def uses_redis(settings: BaseSettings) -> bool:
 
 def redis_prefix(settings: BaseSettings, spider_name: str) -> str:
     """The prefix of the crawl's Redis keys: ``FOCUSED_REDIS_PREFIX``, or the spider's name (scrapy-redis's naming)."""
-    return str(settings.get("FOCUSED_REDIS_PREFIX") or spider_name)
+    return str(setting(settings, "FOCUSED_REDIS_PREFIX") or spider_name)
 
 
 def options(settings: BaseSettings) -> dict[str, Any]:
     return {
-        "aggregation": settings.get("FOCUSED_PARENT_AGGREGATION", "max"),
-        "tiebreak": settings.get("FOCUSED_TIEBREAK", "fifo"),
-        "seed": settings.getint("FOCUSED_SEED", 0),
+        "aggregation": setting(settings, "FOCUSED_PARENT_AGGREGATION"),
+        "tiebreak": setting(settings, "FOCUSED_TIEBREAK"),
+        "seed": setting(settings, "FOCUSED_SEED"),
     }
 
 
@@ -92,8 +93,8 @@ def open_redis(settings: BaseSettings, spider_name: str, codec: dict[str, Any]) 
         prefix=redis_prefix(settings, spider_name),
         **codec,
         **options(settings),
-        lease_seconds=settings.getfloat("FOCUSED_REDIS_LEASE_SECONDS", 300.0),
-        retry_seconds=settings.getfloat("FOCUSED_REDIS_RETRY_SECONDS", 60.0),
+        lease_seconds=setting(settings, "FOCUSED_REDIS_LEASE_SECONDS"),
+        retry_seconds=setting(settings, "FOCUSED_REDIS_RETRY_SECONDS"),
     )
 
 
@@ -122,8 +123,8 @@ def open_store(settings: BaseSettings, name: str, jobdir: str | None, spider: Sp
             Path(jobdir, STORE_FILE),
             **codec,
             **opts,
-            commit_ops=settings.getint("FOCUSED_FRONTIER_COMMIT_OPS", 1000),
-            commit_seconds=settings.getfloat("FOCUSED_FRONTIER_COMMIT_SECONDS", 1.0),
+            commit_ops=setting(settings, "FOCUSED_FRONTIER_COMMIT_OPS"),
+            commit_seconds=setting(settings, "FOCUSED_FRONTIER_COMMIT_SECONDS"),
         )
     except (StoreError, ValueError) as exc:
         raise ConfigError(str(exc)) from exc

@@ -33,7 +33,7 @@ from focused.page.parsed import BLOCK, BREAK, LEAF_SKIP, LINK_TAGS, TEXT_SKIP, P
 from focused.page.regions import HEADINGS, REGION_CONTAINERS
 from focused.page.stream import stream_page
 
-__all__ = ["BLOCK", "LEAF_SKIP", "LINK_TAGS", "TEXT_SKIP", "ParsedPage", "normalize_text", "parse_page", "stream_page"]
+__all__ = ["parse_page"]
 
 _XML_DECL = re.compile(r"^\s*<\?xml[^>]*>", re.IGNORECASE)
 # libxml2 drops whatever follows </body> or </html>; browsers show it, and 1990s pages put text there.

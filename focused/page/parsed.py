@@ -1,7 +1,7 @@
 """What one parse of a page gives (:class:`ParsedPage`), and the element classes both parsers share.
 
-Split from :mod:`focused.page.parse` (which parses with libxml2 and re-exports these names)
-and :mod:`focused.page.stream` (the streaming fallback for deeply nested pages).
+Shared by :mod:`focused.page.parse` (which parses with libxml2) and :mod:`focused.page.stream`
+(the streaming fallback for deeply nested pages).
 """
 
 from __future__ import annotations

@@ -21,9 +21,9 @@ import codecs
 import re
 from email.message import Message
 
-from focused.page.parse import close_sloppy_comments, parse_page
+from focused.page.parse import parse_page
 
-__all__ = ["close_sloppy_comments", "content_type_charset", "html_to_text", "tokenize"]
+__all__ = ["content_type_charset", "html_to_text", "tokenize"]
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from focused.errors import ConfigError
-from focused.learning.critic import Topic, UnknownTopicError, Verdict
+from focused.learning.critic.topics import Topic, UnknownTopicError, Verdict
 from focused.relevance.predicates import Page, Predicate, PredicateError, parse_predicate
 
 __all__ = ["RelevanceDefinition", "load_predicate"]

@@ -7,26 +7,12 @@ Scrapy crawler runs unchanged against real URLs and real 1990s HTML::
     store = open_store("../shared/corpora/webkb-dev.tar.gz")
     with ReplayServer(store) as server:
         ...  # Request(url, meta={"proxy": server.proxy_url})
+
+- ``store``: the stored responses, looked up by URL as a 1990s web server would;
+- ``load``: opening a WebKB archive or WARC files (``open_store``), and WebKB to WARC;
+- ``warc``: reading and writing WARC files;
+- ``labels``: page labels (a TSV file) and ground-truth lookups by URL;
+- ``server``: the loopback HTTP proxy;
+- ``urlnorm``: the normal form of a URL that keys the store;
+- ``files``: the error every reader raises, and output that appears only once complete.
 """
-
-from focused.replay.labels import read_labels, write_labels
-from focused.replay.server import PortInUseError, ReplayServer
-from focused.replay.store import Lookup, ReplayStore, StoredResponse, StoreError, open_store
-from focused.replay.urlnorm import normalize_url
-from focused.replay.warc import iter_warc, webkb_to_warc, write_warc
-
-__all__ = [
-    "Lookup",
-    "PortInUseError",
-    "ReplayServer",
-    "ReplayStore",
-    "StoreError",
-    "StoredResponse",
-    "iter_warc",
-    "normalize_url",
-    "open_store",
-    "read_labels",
-    "webkb_to_warc",
-    "write_labels",
-    "write_warc",
-]

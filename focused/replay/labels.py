@@ -9,13 +9,15 @@ match :class:`~focused.replay.store.ReplayStore`'s.
 from __future__ import annotations
 
 import io
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
-from focused.replay.store import StoreError, atomic_output, merge_labels
+from focused.replay.files import StoreError, atomic_output
+from focused.replay.store import merge_labels
 from focused.replay.urlnorm import normalize_url
+from focused.urls import collapse_aliases
 
-__all__ = ["read_labels", "write_labels"]
+__all__ = ["first_fetches_on_topic", "label_key_lookup", "label_lookup", "read_labels", "write_labels"]
 
 _HEADER = "# url\tlabel\tgroup\n"
 
@@ -71,3 +73,48 @@ def write_labels(path: str | Path, rows: Iterable[tuple[str, str, str | None]]) 
     with atomic_output(path) as fh:
         fh.write(buf.getvalue().encode("utf-8"))
     return count
+
+
+def label_key_lookup(labels: dict[str, str]) -> Callable[[str], str | None]:
+    """The key of ``labels`` that names the page at a URL, or ``None``: ``dir``, ``dir/``,
+    ``dir/index.html`` and ``dir//`` name one page (:mod:`focused.urls`)."""
+
+    def key_of(url: str) -> str | None:
+        key = normalize_url(url)
+        if key in labels:
+            return key
+        base = collapse_aliases(key)
+        for candidate in (base, base.rstrip("/"), base.rstrip("/") + "/", base.rstrip("/") + "/index.html"):
+            if candidate in labels:
+                return candidate
+        return None
+
+    return key_of
+
+
+def first_fetches_on_topic(urls: Iterable[str], labels: dict[str, str], on_topic: Callable[[str], bool]) -> list[bool]:
+    """For each fetched URL in crawl order: a page whose label is on topic, fetched for the first time.
+
+    A page fetched again under another of its names (an alias, :func:`label_key_lookup`) is counted
+    as a wasted fetch, as is an unlabelled page: the true harvest counts distinct relevant pages.
+    """
+    key_of = label_key_lookup(labels)
+    seen: set[str] = set()
+    out = []
+    for url in urls:
+        key = key_of(url)
+        out.append(key is not None and key not in seen and on_topic(labels[key]))
+        if key is not None:
+            seen.add(key)
+    return out
+
+
+def label_lookup(labels: dict[str, str]) -> Callable[[str], str | None]:
+    """Ground-truth lookup that treats ``dir``, ``dir/``, ``dir/index.html`` and ``dir//`` alike."""
+    key_of = label_key_lookup(labels)
+
+    def label_of(url: str) -> str | None:
+        key = key_of(url)
+        return None if key is None else labels[key]
+
+    return label_of

@@ -11,17 +11,12 @@ Nothing else is guessed: paths stay case-sensitive and ``//`` is not merged.
 from __future__ import annotations
 
 import logging
-import os
-import tempfile
-from collections.abc import Collection, Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Collection, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import BinaryIO
 
 from focused.replay.urlnorm import normalize_url
 
-__all__ = ["Lookup", "ReplayStore", "StoreError", "StoredResponse", "open_store"]
+__all__ = ["Lookup", "ReplayStore", "StoredResponse", "merge_labels"]
 
 logger = logging.getLogger(__name__)
 
@@ -29,14 +24,6 @@ logger = logging.getLogger(__name__)
 INDEX_NAMES = ("index.html", "index.htm")
 #: Joins the labels of a page that carries several.
 LABEL_SEPARATOR = "|"
-
-# WebKB file names write a control character c as chr(0xF000 + c), as they do
-# ':' (U+F03A); a few URLs end in an encoded carriage return (U+F00D).
-_WEBKB_PRIVATE = {c: chr(c - 0xF000) for c in range(0xF000, 0xF080)}
-
-
-class StoreError(Exception):
-    """An archive, WARC or labels file is missing, unreadable or malformed."""
 
 
 @dataclass
@@ -172,62 +159,6 @@ class ReplayStore:
                 return candidate_key, None
         return None, None
 
-    @classmethod
-    def from_webkb(cls, path: str | Path, universities: Collection[str] | None = None) -> ReplayStore:
-        """Load a WebKB archive (``.tar.gz`` or folder): label = class, group = university.
-
-        Stored unfollowed redirects are kept as 302s with their ``Location``.
-        ``universities`` restricts the store to those universities.
-        """
-        from focused.corpora.webkb import ArchiveError, iter_webkb
-
-        wanted = _as_set(universities)
-        store = cls()
-        seen: set[str] = set()
-        pages = 0
-        try:
-            for page in iter_webkb(path):
-                if wanted is not None and page.university not in wanted:
-                    continue
-                url = page.url.translate(_WEBKB_PRIVATE).strip()
-                resp = StoredResponse(url, page.status, list(page.headers), page.body)
-                try:
-                    store.add(resp, label=page.label, group=page.university)
-                except ValueError as exc:
-                    logger.warning("skipping %s: %s", page.url, exc)
-                    continue
-                seen.add(page.university)
-                pages += 1
-        except ArchiveError as exc:
-            raise StoreError(str(exc)) from exc
-        missing = sorted((wanted or set()) - seen)
-        if missing:
-            raise StoreError(f"no pages for {', '.join(missing)} in {path}")
-        logger.info("loaded %d WebKB pages (%d distinct URLs) from %s", pages, len(store), path)
-        return store
-
-    @classmethod
-    def from_warc(cls, paths: str | Path | Sequence[str | Path], labels: str | Path | None = None) -> ReplayStore:
-        """Load the ``response`` records of one or more WARC files, with an optional labels TSV."""
-        from focused.replay.labels import read_labels
-        from focused.replay.warc import iter_warc
-
-        if isinstance(paths, (str, Path)):
-            paths = [paths]
-        if not paths:
-            raise StoreError("no WARC files given")
-        store = cls()
-        for path in paths:
-            for resp in iter_warc(path):
-                try:
-                    store.add(resp)
-                except ValueError as exc:
-                    logger.warning("skipping record for %r in %s: %s", resp.url, path, exc)
-        if labels is not None:
-            store.labels, store.groups = read_labels(labels)
-        logger.info("loaded %d distinct URLs from %d WARC file(s)", len(store), len(paths))
-        return store
-
     def confined(self, groups: Collection[str]) -> ReplayStore:
         """A store serving only the pages of ``groups`` (everything else is a 404).
 
@@ -251,72 +182,7 @@ class ReplayStore:
             del self._responses[key]
 
 
-def open_store(
-    path: str | Path, labels: str | Path | None = None, universities: Collection[str] | None = None
-) -> ReplayStore:
-    """Open whatever ``path`` holds: a ``.warc``/``.warc.gz`` file, a folder of
-    them, or a WebKB archive (``.tar.gz`` or folder).
-
-    ``labels`` (a TSV, see :mod:`focused.replay.labels`) replaces the labels and
-    groups that came with the archive. ``universities`` keeps only those
-    groups (for WARC input the groups come from the labels file).
-    """
-    from focused.replay.labels import read_labels
-
-    path = Path(path)
-    if not path.exists():
-        raise StoreError(f"no such archive: {path}")
-    warcs = _warc_files(path)
-    if warcs:
-        if universities and labels is None:
-            raise StoreError("selecting universities from WARC input needs a labels file with groups")
-        store = ReplayStore.from_warc(warcs, labels)
-        if universities:
-            store.restrict_to_groups(universities)
-            if not store:
-                raise StoreError(f"no pages for {', '.join(sorted(universities))} in {path}")
-        return store
-    store = ReplayStore.from_webkb(path, universities)
-    if labels is not None:
-        store.labels, store.groups = read_labels(labels)
-    return store
-
-
-def _warc_files(path: Path) -> list[Path]:
-    if path.is_file():
-        return [path] if _is_warc(path) else []
-    if path.is_dir():
-        return sorted(p for p in path.iterdir() if p.is_file() and _is_warc(p))
-    return []
-
-
-def _is_warc(path: Path) -> bool:
-    return path.name.endswith((".warc", ".warc.gz"))
-
-
 def _as_set(values: Collection[str] | None) -> set[str] | None:
     if values is None:
         return None
     return {values} if isinstance(values, str) else set(values)
-
-
-@contextmanager
-def atomic_output(path: str | Path) -> Iterator[BinaryIO]:
-    """Open ``path`` for binary writing so that it appears only once complete.
-
-    Writes to a temporary file in the same folder, then renames it over
-    ``path``; on any error the temporary file is removed and ``path`` is untouched.
-    """
-    path = Path(path)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".part")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            yield fh
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise

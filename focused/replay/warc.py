@@ -10,7 +10,7 @@ from __future__ import annotations
 import io
 import logging
 import zlib
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
 from email.utils import mktime_tz, parsedate_tz
 from http import HTTPStatus
@@ -25,10 +25,10 @@ from warcio.timeutils import datetime_to_iso_date
 from warcio.warcwriter import WARCWriter
 
 from focused import __version__
-from focused.replay.labels import write_labels
-from focused.replay.store import ReplayStore, StoredResponse, StoreError, atomic_output
+from focused.replay.files import StoreError, atomic_output
+from focused.replay.store import StoredResponse
 
-__all__ = ["iter_warc", "webkb_to_warc", "write_warc"]
+__all__ = ["iter_warc", "write_warc"]
 
 logger = logging.getLogger(__name__)
 
@@ -179,23 +179,3 @@ def _stored_response(record: ArcWarcRecord, body: bytes) -> StoredResponse | Non
         body = ChunkedDataReader(io.BytesIO(body)).read()
         headers = [(k, v) for k, v in headers if k.lower() != "transfer-encoding"]
     return StoredResponse(url, status, headers, body)
-
-
-def webkb_to_warc(
-    archive: str | Path,
-    out_warc: str | Path,
-    out_labels: str | Path,
-    universities: Collection[str] | None = None,
-) -> int:
-    """Convert a WebKB archive into a WARC plus a labels TSV; return the record count.
-
-    One record per distinct URL (the few pages filed under two classes get one
-    record and a ``|``-joined label).
-    """
-    store = ReplayStore.from_webkb(archive, universities)
-    count = write_warc(out_warc, store.responses())
-    write_labels(
-        out_labels,
-        ((resp.url, store.label_of(resp.url) or "", store.group_of(resp.url)) for resp in store.responses()),
-    )
-    return count

@@ -135,8 +135,7 @@ def load_report(
         data.notes.append("this crawl stored no final stats (it was written by an earlier version, or was killed)")
     critic, topic = _critic(meta, data.notes)
     if labels is not None:
-        from focused.core.runtime import first_fetches_on_topic
-        from focused.replay.labels import read_labels
+        from focused.replay.labels import first_fetches_on_topic, read_labels
 
         table, _ = read_labels(labels)
         prefixes = tuple(meta.get("topic_classes") or [meta.get("topic", "")])
@@ -151,7 +150,7 @@ def _critic(meta: dict[str, Any], notes: list[str]) -> tuple[Any, Any]:
     model = meta.get("critic_model")
     if not model:
         return None, None
-    from focused.learning.critic import load_critic
+    from focused.learning.critic.load import load_critic
     from focused.learning.modelfile import ModelFileError
     from focused.paths import load_model
 

@@ -56,10 +56,10 @@ ITEM_PIPELINES = {
     "focused.pipelines.CriticPipeline": 300,
 }
 EXTENSIONS = {
-    "focused.extensions.harvest.JobDirCheck": 100,
+    "focused.extensions.jobdir.JobDirCheck": 100,
     "focused.extensions.harvest.HarvestMonitor": 500,
-    "focused.extensions.harvest.StatsFile": 510,
-    "focused.extensions.apprentice.local.RelevanceFeedback": 520,
+    "focused.extensions.statsfile.StatsFile": 510,
+    "focused.extensions.apprentice.ApprenticeFeedback": 520,
     "focused.extensions.choicelog.ChoiceLog": 530,
     "focused.extensions.reactorlag.ReactorLag": 540,
     "focused.extensions.intelligent.IntelligentFeedback": 550,

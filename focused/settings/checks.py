@@ -37,10 +37,12 @@ Check = Callable[[Any, Context], None]
 
 @dataclass(frozen=True)
 class Spec:
-    """How one setting is checked; ``valid`` is what the README and the error line say."""
+    """How one setting is checked; ``valid`` is what docs/settings.md and the error line say."""
 
     check: Check
     valid: str
+    #: the names a choice accepts, asked when needed (a registry others add to); ``None`` for other kinds
+    choices: Callable[[], Sequence[str]] | None = None
 
 
 def as_text(value: Any) -> str:
@@ -112,7 +114,7 @@ def choice(values: Sequence[str] | Callable[[], Sequence[str]], what: str, *, em
         )
 
     static = "one of the registry's names" if callable(values) else f"one of {', '.join(values)}"
-    return Spec(check, static + (f", or empty ({empty})" if empty else ""))
+    return Spec(check, static + (f", or empty ({empty})" if empty else ""), names)
 
 
 def text() -> Spec:

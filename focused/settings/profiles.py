@@ -12,9 +12,11 @@ from typing import Any
 
 from scrapy.settings import BaseSettings
 
+from focused.settings.access import setting
+
 
 def replay_profile(settings: BaseSettings) -> dict[str, Any]:
-    concurrency = settings.getint("FOCUSED_REPLAY_CONCURRENCY", 2)
+    concurrency = setting(settings, "FOCUSED_REPLAY_CONCURRENCY")
     return {
         "CONCURRENT_REQUESTS": concurrency,
         "CONCURRENT_REQUESTS_PER_DOMAIN": concurrency,
@@ -42,7 +44,7 @@ PROFILES = {"replay": replay_profile}
 
 def apply_profile(settings: BaseSettings) -> None:
     """Apply ``FOCUSED_PROFILE`` at spider priority (``-s`` options still win)."""
-    name = settings.get("FOCUSED_PROFILE") or ""
+    name = setting(settings, "FOCUSED_PROFILE")
     if not name:
         return
     if name not in PROFILES:

@@ -24,7 +24,6 @@ from focused.errors import ConfigError
 from focused.paths import project_path
 from focused.settings import defaults
 from focused.settings.checks import (
-    DB_FIELDS,
     Context,
     Invalid,
     Spec,
@@ -41,7 +40,7 @@ from focused.settings.checks import (
 )
 from focused.settings.suggest import did_you_mean, listed, topic_suggestions
 
-__all__ = ["ARGUMENT_SETTINGS", "DB_FIELDS", "SPECS", "default_names", "parse_seeds", "read_seeds_file", "validate"]
+__all__ = ["ARGUMENT_SETTINGS", "SPECS", "default_names", "parse_seeds", "read_seeds_file", "validate"]
 
 #: Spider argument -> the setting it sets (``-a topic=X`` is ``-s FOCUSED_TOPIC=X``).
 ARGUMENT_SETTINGS = {
@@ -137,7 +136,8 @@ def _strategy(value: Any, ctx: Context) -> None:
 
 
 def _critic(value: Any, ctx: Context) -> None:
-    from focused.learning.critic import ModelError, load_critic
+    from focused.learning.critic.bundle import ModelError
+    from focused.learning.critic.load import load_critic
     from focused.paths import load_model
 
     try:
@@ -167,7 +167,8 @@ def _topic(value: Any, ctx: Context) -> None:
 
 
 def _apprentice(raw: str, ctx: Context) -> None:
-    from focused.learning.apprentice import Apprentice, ModelFileError
+    from focused.learning.apprentice.learner import Apprentice
+    from focused.learning.modelfile import ModelFileError
 
     try:
         Apprentice.load(project_path(raw))

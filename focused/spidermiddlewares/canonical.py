@@ -18,6 +18,7 @@ from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
 from w3lib.url import url_query_cleaner
 
+from focused.settings.access import setting
 from focused.urls import collapse_aliases
 
 if TYPE_CHECKING:
@@ -58,10 +59,10 @@ class CanonicalUrlMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        value = crawler.settings.get("FOCUSED_SESSION_PARAMS") or ""
+        value = setting(crawler.settings, "FOCUSED_SESSION_PARAMS") or ""
         items = value.split(",") if isinstance(value, str) else list(value)
         names = frozenset(n.strip().lower() for n in items if n.strip())
-        aliases = crawler.settings.getbool("FOCUSED_URL_ALIASES")
+        aliases = setting(crawler.settings, "FOCUSED_URL_ALIASES")
         if not names and not aliases:
             raise NotConfigured
         return cls(crawler, names, aliases)

@@ -21,6 +21,7 @@ from focused.core.trapstate import TrapState
 from focused.errors import ConfigError
 from focused.items import PageItem
 from focused.page.simhash import simhash
+from focused.settings.access import setting
 
 if TYPE_CHECKING:
     from typing import Self
@@ -42,9 +43,9 @@ class NearDuplicateMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        if not crawler.settings.getbool("FOCUSED_NEAR_DUPLICATES", True):
+        if not setting(crawler.settings, "FOCUSED_NEAR_DUPLICATES"):
             raise NotConfigured
-        bits = crawler.settings.get("FOCUSED_NEAR_DUPLICATE_BITS")
+        bits = setting(crawler.settings, "FOCUSED_NEAR_DUPLICATE_BITS")
         try:
             return cls(crawler, TrapState.of(crawler))
         except ValueError as exc:

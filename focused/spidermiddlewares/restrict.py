@@ -14,10 +14,11 @@ from typing import TYPE_CHECKING, Any
 from scrapy.exceptions import NotConfigured
 from scrapy.http import Request, Response
 
-from focused.core.runtime import project_path
 from focused.crawldb import CrawlDBError, iter_pages
 from focused.errors import ConfigError
-from focused.learning.apprentice.online import page_key
+from focused.learning.apprentice.payload import page_key
+from focused.paths import project_path
+from focused.settings.access import setting
 
 if TYPE_CHECKING:
     from typing import Self
@@ -36,7 +37,7 @@ class RestrictToCrawlMiddleware:
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
-        path = crawler.settings.get("FOCUSED_RESTRICT_TO") or ""
+        path = setting(crawler.settings, "FOCUSED_RESTRICT_TO") or ""
         if not path:
             raise NotConfigured
         try:

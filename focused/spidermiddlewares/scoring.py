@@ -18,9 +18,10 @@ from focused.core.runtime import CrawlRuntime
 from focused.core.scheduler import PAYLOAD_BYTES_META_KEY, SCHEDULER_ATTR
 from focused.frontier.payloads import encode_payloads
 from focused.items import PageItem
-from focused.page.parse import ParsedPage, parse_page
+from focused.page.parse import parse_page
+from focused.page.parsed import ParsedPage
 from focused.priority import score_to_priority
-from focused.strategies import FetchedPage
+from focused.strategies.base import FetchedPage
 
 if TYPE_CHECKING:
     from typing import Self
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 SCORE_META_KEY = "focused_score"
-#: The page's :class:`~focused.page.parse.ParsedPage`, from the spider to this middleware (one parse a page).
+#: The page's :class:`~focused.page.parsed.ParsedPage`, from the spider to this middleware (one parse a page).
 PARSED_META_KEY = "focused_parsed"
 #: A page with more links than this is scored in a worker thread, so that the reactor goes on meanwhile...
 THREAD_LINKS = 500

@@ -28,13 +28,15 @@ from twisted.internet.threads import deferToThread
 from focused.analysis.client import AUTO_START_AFTER, PageAnalysis
 from focused.analysis.outlinks import take_links
 from focused.analysis.worker import is_auto, workers_for
-from focused.core.linkrequest import LinkRequest
 from focused.core.runtime import CrawlRuntime
 from focused.errors import ConfigError
+from focused.frontier.linkrequest import LinkRequest
 from focused.frontier.settings import uses_redis
 from focused.items import PageItem
-from focused.page.parse import ParsedPage, parse_page
+from focused.page.parse import parse_page
+from focused.page.parsed import ParsedPage
 from focused.priority import SEED_PRIORITY
+from focused.settings.access import setting
 from focused.settings.profiles import apply_profile
 from focused.settings.scrapyd import SCRAPYD_ARGUMENTS, apply_job
 from focused.settings.validation import ARGUMENT_SETTINGS, parse_seeds, read_seeds_file
@@ -74,9 +76,9 @@ class FocusedSpider(scrapy.Spider):
             raise ConfigError(
                 f"unknown spider argument(s): {', '.join(unknown)}; valid: {', '.join(ARGUMENT_SETTINGS)}"
             )
-        for arg, setting in ARGUMENT_SETTINGS.items():
+        for arg, name in ARGUMENT_SETTINGS.items():
             if arg in kwargs:
-                crawler.settings.set(setting, kwargs[arg], priority="cmdline")
+                crawler.settings.set(name, kwargs[arg], priority="cmdline")
         if kwargs.get("_job"):  # run by Scrapyd
             apply_job(crawler.settings, cls.name, str(kwargs["_job"]))
         spider = super().from_crawler(crawler, *args, **kwargs)
@@ -85,19 +87,19 @@ class FocusedSpider(scrapy.Spider):
             crawler.signals.connect(spider.redis_seeds.on_idle, signal=signals.spider_idle)
             crawler.signals.connect(spider.redis_seeds.close, signal=signals.spider_closed)
         spider.seeds = spider._configured_seeds()
-        spider.max_links = crawler.settings.getint("FOCUSED_MAX_LINKS_PER_PAGE", 3000)
-        setting = crawler.settings.get("FOCUSED_ANALYSIS_WORKERS", "auto")
-        workers = workers_for(setting)
+        spider.max_links = setting(crawler.settings, "FOCUSED_MAX_LINKS_PER_PAGE")
+        workers_setting = setting(crawler.settings, "FOCUSED_ANALYSIS_WORKERS")
+        workers = workers_for(workers_setting)
         if workers:
-            start_after = AUTO_START_AFTER if is_auto(setting) else 0
+            start_after = AUTO_START_AFTER if is_auto(workers_setting) else 0
             spider.analysis = PageAnalysis(crawler, workers, spider.max_links, start_after)
             crawler.signals.connect(spider.analysis.close, signal=signals.spider_closed)
         return spider
 
     def _configured_seeds(self) -> list[str]:
         settings = self.crawler.settings
-        seeds = parse_seeds(settings.get("FOCUSED_SEEDS") or "")
-        if settings.get("FOCUSED_SEEDS_FILE"):
+        seeds = parse_seeds(setting(settings, "FOCUSED_SEEDS") or "")
+        if setting(settings, "FOCUSED_SEEDS_FILE"):
             seeds += read_seeds_file(settings["FOCUSED_SEEDS_FILE"])
         if not seeds and self.redis_seeds is not None:
             self.logger.info(

@@ -14,8 +14,9 @@ import scrapy
 from scrapy.http import Response, TextResponse
 from scrapy.linkextractors import LinkExtractor
 
+from focused.settings.access import setting
 from focused.settings.profiles import apply_profile
-from focused.spiders.focused import parse_seeds
+from focused.settings.validation import parse_seeds
 
 
 class PlainSpider(scrapy.Spider):
@@ -30,7 +31,7 @@ class PlainSpider(scrapy.Spider):
         },
         "ITEM_PIPELINES": {"focused.pipelines.CriticPipeline": None},
         # a spider's component dicts replace the project's: list what stays on
-        "EXTENSIONS": {"focused.extensions.harvest.StatsFile": 510},
+        "EXTENSIONS": {"focused.extensions.statsfile.StatsFile": 510},
     }
     _extractor = LinkExtractor(unique=True)
 
@@ -38,9 +39,9 @@ class PlainSpider(scrapy.Spider):
     def update_settings(cls, settings: Any) -> None:
         super().update_settings(settings)
         apply_profile(settings)
-        if settings.getint("FOCUSED_MAX_UNSCORED_PAGES", 16) == 0:  # strict: what Scrapy's scraper slot can say
+        if setting(settings, "FOCUSED_MAX_UNSCORED_PAGES") == 0:  # strict: what Scrapy's scraper slot can say
             settings.set("SCRAPER_SLOT_MAX_ACTIVE_SIZE", 0, priority="spider")
-        pages = settings.getint("FOCUSED_MAX_PAGES", 0)
+        pages = setting(settings, "FOCUSED_MAX_PAGES")
         if pages:
             settings.set("CLOSESPIDER_PAGECOUNT", pages, priority="spider")
 

@@ -22,24 +22,31 @@ by 0.5 + atan(x) / pi, monotone, so the order is the priority value's.
 from __future__ import annotations
 
 import hashlib
+import logging
 import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
 
+from focused.errors import ConfigError
 from focused.learning.critic.topics import Verdict
 from focused.learning.intelligent.knowledge import (
     SIGNIFICANCE,
     Knowledge,
+    KnowledgeError,
     hash_tokens,
     sibling_ratio,
     url_tokens,
 )
 from focused.page.text import html_to_text, tokenize
-from focused.strategies import FetchedPage, Scored
+from focused.paths import project_path
+from focused.settings.access import setting
+from focused.strategies.base import BuildContext, FetchedPage, Scored
 
-__all__ = ["FACTORS", "IntelligentStrategy", "page_id", "parse_factors"]
+logger = logging.getLogger(__name__)
+
+__all__ = ["FACTORS", "IntelligentStrategy", "build_intelligent", "page_id", "parse_factors"]
 
 FACTORS = ("content", "url", "link", "sibling")
 #: Between re-scorings, the word and token ratios are recomputed when K has this many more pages (relative).
@@ -299,3 +306,36 @@ class IntelligentStrategy:
             **significant,
             **{f"weight_{f}": round(self.weights[f], 4) for f in self.factors},
         }
+
+
+def build_intelligent(name: str, ctx: BuildContext) -> IntelligentStrategy:
+    """``intelligent`` (the factors of FOCUSED_INTELLIGENT_FACTORS) or ``intelligent:FACTOR[+FACTOR]``."""
+    settings = ctx.settings
+    _, _, suffix = name.partition(":")
+    spec = suffix or setting(settings, "FOCUSED_INTELLIGENT_FACTORS") or ",".join(FACTORS)
+    try:
+        factors = parse_factors(spec)
+    except ValueError as exc:
+        where = f"strategy {name!r}" if suffix else f"FOCUSED_INTELLIGENT_FACTORS={spec!r}"
+        raise ConfigError(f"{where}: {exc} (e.g. intelligent:content, or intelligent for all four)") from exc
+    t = setting(settings, "FOCUSED_INTELLIGENT_SIGNIFICANCE")
+    if not t >= 0:
+        raise ConfigError(f"FOCUSED_INTELLIGENT_SIGNIFICANCE must be a number >= 0 (standard deviations), not {t}")
+    knowledge = None
+    path = setting(settings, "FOCUSED_INTELLIGENT_LOAD") or ""
+    if path:
+        try:
+            knowledge = Knowledge.load(project_path(path))
+        except KnowledgeError as exc:
+            raise ConfigError(str(exc)) from exc
+        logger.info("Intelligent crawl starts from %s: %r", path, knowledge)
+    strategy = IntelligentStrategy(
+        factors,
+        knowledge=knowledge,
+        significance=t,
+        threshold=setting(settings, "FOCUSED_RELEVANCE_THRESHOLD"),
+        soft=setting(settings, "FOCUSED_INTELLIGENT_SOFT"),
+        name=name,
+    )
+    strategy.relevance_of = ctx.relevance_of
+    return strategy

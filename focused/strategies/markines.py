@@ -25,10 +25,12 @@ from typing import Any
 
 import numpy as np
 
-from focused.learning.apprentice.online import page_key
+from focused.learning.apprentice.payload import page_key
 from focused.learning.markines.classifiers import CLASSIFIERS, DEFAULT_K, LINK_D_MAX, MODES, MarkinesPart, fit_part
 from focused.learning.markines.data import link_contexts, page_words
-from focused.strategies import FetchedPage, Scored
+from focused.paths import project_path
+from focused.settings.access import setting
+from focused.strategies.base import BuildContext, FetchedPage, Scored
 
 __all__ = ["MarkinesStrategy", "OnlineMarkines", "make_strategy", "parse_name", "strategy_names"]
 
@@ -187,7 +189,7 @@ def make_strategy(name: str, settings: Any, resolve_path: Callable[[str], Path])
         classifier, mode = parse_name(name)
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
-    path = settings.get("FOCUSED_MARKINES_MODEL") or ""
+    path = setting(settings, "FOCUSED_MARKINES_MODEL") or ""
     if path:
         try:
             model = MarkinesModel.load(resolve_path(path))
@@ -200,15 +202,12 @@ def make_strategy(name: str, settings: Any, resolve_path: Callable[[str], Path])
                 f"use markines:{classifier}-{next(iter(model.parts))} or retrain with both"
             )
         return MarkinesStrategy(name, part=part, d_max=model.d_max)
-    selection = settings.get("FOCUSED_MARKINES_SELECTION") or "df"
+    selection = setting(settings, "FOCUSED_MARKINES_SELECTION") or "df"
     if selection not in SELECTIONS:
         raise ConfigError(f"FOCUSED_MARKINES_SELECTION must be one of {', '.join(SELECTIONS)}, not {selection!r}")
     try:
-        numbers = {
-            key: settings.getint(f"FOCUSED_MARKINES_{key}", default)
-            for key, default in (("K", DEFAULT_K), ("BATCH", 200), ("MIN_INSTANCES", 200))
-        }
-        threshold = settings.getfloat("FOCUSED_MARKINES_THRESHOLD", 0.5)
+        numbers = {key: setting(settings, f"FOCUSED_MARKINES_{key}") for key in ("K", "BATCH", "MIN_INSTANCES")}
+        threshold = setting(settings, "FOCUSED_MARKINES_THRESHOLD")
     except ValueError as exc:
         raise ConfigError(f"bad Markines setting ({exc}): K, BATCH, MIN_INSTANCES are whole numbers >= 1") from exc
     bad = [f"FOCUSED_MARKINES_{key}={value}" for key, value in numbers.items() if value < 1]
@@ -225,3 +224,8 @@ def make_strategy(name: str, settings: Any, resolve_path: Callable[[str], Path])
         min_instances=numbers["MIN_INSTANCES"],
     )
     return MarkinesStrategy(name, online=online)
+
+
+def build_markines(name: str, ctx: BuildContext) -> MarkinesStrategy:
+    """``markines:CLASSIFIER-MODE`` from the ``FOCUSED_MARKINES_*`` settings."""
+    return make_strategy(name, ctx.settings, project_path)

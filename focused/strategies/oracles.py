@@ -1,6 +1,6 @@
 """The look-ahead oracle: a benchmark bound that knows the web's link graph and every label.
 
-Scrapy-free. The greedy oracle (:class:`focused.strategies.Oracle`) sees only
+Scrapy-free. The greedy oracle (:class:`Oracle`) sees only
 the label of the page a link points to: behind off-topic pages it is no better
 than breadth-first, and on WebKB (targets behind ``other`` pages) it can fall
 below the baseline. The look-ahead oracle ranks a waiting URL by how far it is
@@ -31,8 +31,33 @@ from pathlib import Path
 import numpy as np
 from scipy import sparse
 
-from focused.learning.critic import Topic
-from focused.strategies import FetchedPage, Scored
+from focused.errors import ConfigError
+from focused.learning.critic.topics import Topic
+from focused.paths import project_path
+from focused.replay.labels import label_lookup, read_labels
+from focused.settings.access import setting
+from focused.strategies.base import BuildContext, FetchedPage, Scored
+
+
+class Oracle:
+    """Benchmark bound: a link scores 1 when its target's true label is on topic.
+
+    ``label_of`` maps a URL to its ground-truth label (``None`` if unknown).
+    """
+
+    name = "oracle"
+
+    def __init__(self, topic: Topic, label_of: Callable[[str], str | None]) -> None:
+        self.topic = topic
+        self.label_of = label_of
+
+    def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
+        scores = []
+        for url in links:
+            label = self.label_of(url)
+            scores.append(1.0 if label and self.topic.matches(label) else 0.0)
+        return Scored(scores)
+
 
 GRAPH_FORMAT = 1
 #: Distances at and beyond this share the lowest non-zero level (scores keep 6 digits).
@@ -156,8 +181,6 @@ class LookAheadOracle(GraphLookAhead):
 
 def lookahead_oracle(topic: Topic, labels: dict[str, str], graph: str | Path) -> LookAheadOracle:
     """The oracle for ``topic`` from ground-truth ``labels`` and a graph file."""
-    from focused.core.runtime import label_lookup
-
     urls, src, dst = load_graph(graph)
     index = label_lookup({u: str(i) for i, u in enumerate(urls)})
 
@@ -166,3 +189,23 @@ def lookahead_oracle(topic: Topic, labels: dict[str, str], graph: str | Path) ->
         return int(found) if found is not None else None
 
     return LookAheadOracle(topic, label_lookup(labels), urls, src, dst, node_of)
+
+
+def build_oracle(name: str, ctx: BuildContext) -> Oracle | LookAheadOracle:
+    """``oracle`` (greedy) or ``oracle-lookahead``, from FOCUSED_LABELS (and FOCUSED_ORACLE_GRAPH)."""
+    path = setting(ctx.settings, "FOCUSED_LABELS")
+    if not path:
+        raise ConfigError(f"strategy {name!r} needs ground-truth labels: -s FOCUSED_LABELS=FILE")
+    try:
+        labels, _ = read_labels(project_path(path))
+    except OSError as exc:
+        raise ConfigError(f"cannot read labels file {path}: {exc}") from exc
+    if name == "oracle":
+        return Oracle(ctx.topic, label_lookup(labels))
+    graph = setting(ctx.settings, "FOCUSED_ORACLE_GRAPH")
+    if not graph:
+        raise ConfigError("strategy 'oracle-lookahead' needs a link graph: -s FOCUSED_ORACLE_GRAPH=FILE.npz")
+    try:
+        return lookahead_oracle(ctx.topic, labels, project_path(graph))
+    except GraphFileError as exc:
+        raise ConfigError(str(exc)) from exc

@@ -15,52 +15,21 @@ from pathlib import Path
 from focused.corpora.wikispeedia import load_wikispeedia
 from focused.learning.critic.crossfit import CrossFitCritic
 from focused.wiki import render
-from focused.wiki.critic import DEFAULT_ALPHA, DEFAULT_N_FEATURES, cross_validate, page_texts, train_wiki_critic
+from focused.wiki.critic import cross_validate, page_texts, train_wiki_critic
 from focused.wiki.graph import (
-    SEEDS_PER_TOPIC,
-    class_examples,
-    in_topic,
-    link_graph,
-    reachable_from,
-    read_link_graph,
     seed_articles,
 )
 from focused.wiki.web import (
     DEFAULT_OUT,
-    WikiWeb,
     build_wiki_web,
     default_archive,
-    label_rows,
     outputs_fresh,
     read_manifest,
-    site_pages,
     web_up_to_date,
     write_manifest,
 )
 
-__all__ = [
-    "DEFAULT_ALPHA",
-    "DEFAULT_N_FEATURES",
-    "DEFAULT_OUT",
-    "DEFAULT_TOPICS",
-    "SEEDS_PER_TOPIC",
-    "WikiTrack",
-    "WikiWeb",
-    "build_wiki_web",
-    "class_examples",
-    "cross_validate",
-    "default_archive",
-    "in_topic",
-    "label_rows",
-    "link_graph",
-    "page_texts",
-    "prepare_wiki_track",
-    "reachable_from",
-    "read_link_graph",
-    "seed_articles",
-    "site_pages",
-    "train_wiki_critic",
-]
+__all__ = ["DEFAULT_TOPICS", "WikiTrack", "prepare_wiki_track"]
 
 #: Benchmark topics: one per subtree, neither a whole subject nor a tiny class (paper §3.2).
 DEFAULT_TOPICS = (

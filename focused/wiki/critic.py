@@ -38,8 +38,8 @@ from typing import Any
 import numpy as np
 
 from focused.corpora.wikispeedia import Wikispeedia
-from focused.learning.critic import Critic
 from focused.learning.critic.crossfit import CrossFitCritic
+from focused.learning.critic.naive_bayes import Critic
 from focused.page.text import html_to_text
 from focused.wiki import render
 from focused.wiki.graph import class_examples

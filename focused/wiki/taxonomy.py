@@ -28,7 +28,7 @@ Several categories: an article trains once per distinct class (590 articles have
 categories and 8 have 3; 585 of them span 2 or 3 classes, 5,189 training copies in
 all), and the ground truth is the full category paths: a page is relevant to a
 topic when ANY of its categories falls under it
-(:meth:`focused.learning.critic.Topic.matches` on the ``|``-joined paths of the
+(:meth:`focused.learning.critic.topics.Topic.matches` on the ``|``-joined paths of the
 labels file).
 """
 

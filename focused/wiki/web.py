@@ -8,7 +8,7 @@
   charset=utf-8``, ``Date`` fixed at 1 July 2007;
 - ``wiki.labels.tsv``: ``url, label, group``; an article's label is its full
   category paths joined by ``|`` (``Science.Physics.The_Planets``), so that any
-  prefix topic can be checked with :meth:`~focused.learning.critic.Topic.matches`;
+  prefix topic can be checked with :meth:`~focused.learning.critic.topics.Topic.matches`;
   group = the top-level subject of its first category. Navigation pages are
   labelled ``Navigation``, the 7 articles without a category ``Uncategorised``:
   both are relevant to no topic;
@@ -29,8 +29,9 @@ from typing import Any
 
 from focused.corpora import corpora_dir
 from focused.corpora.wikispeedia import Wikispeedia, load_wikispeedia
+from focused.replay.files import atomic_output
 from focused.replay.labels import write_labels
-from focused.replay.store import StoredResponse, atomic_output
+from focused.replay.store import StoredResponse
 from focused.replay.warc import write_warc
 from focused.wiki import render
 from focused.wiki.graph import link_graph

@@ -59,7 +59,9 @@ from focused.bench.studies.simcrawl import Scorer, reachable, simulate
 from focused.bench.tracks import Case, Track, TrackError, store_training_set
 from focused.learning.apprentice.linkids import page_link_ids, parse_for_links
 from focused.learning.apprentice.model import critic_views
-from focused.learning.critic import Critic, CrossFitCritic, load_critic
+from focused.learning.critic.crossfit import CrossFitCritic
+from focused.learning.critic.load import load_critic
+from focused.learning.critic.naive_bayes import Critic
 from focused.page.text import content_type_charset
 from focused.settings.defaults import FOCUSED_APPRENTICE_ANCHOR_WEIGHT
 from focused.strategies.oracles import GraphLookAhead, load_graph

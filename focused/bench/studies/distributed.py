@@ -236,8 +236,8 @@ def kill_study(config: DistributedBenchConfig, proxy: str, url: str) -> dict[str
 
 def run_distributed_bench(config: DistributedBenchConfig) -> dict[str, Any]:
     """Run the three studies on one Redis and one replay; write ``bench.json`` and ``bench.md``."""
-    from focused.replay import ReplayServer
-    from focused.replay.store import open_store
+    from focused.replay.load import open_store
+    from focused.replay.server import ReplayServer
 
     with (
         bench_run(config, markdown) as (web, result),

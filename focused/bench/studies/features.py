@@ -15,7 +15,7 @@ crawling:
   held-out university, LOW/HIGH at 0.5; and, because the critic is the
   bottleneck (``FINDINGS.md``), the hand labels (HIGH iff v's WebKB class is
   the target);
-* **learner**: :class:`~focused.learning.apprentice.Apprentice` with its
+* **learner**: :class:`~focused.learning.apprentice.learner.Apprentice` with its
   defaults (α = 0.1, length-normalised evidence, held-out sigmoid), fixed
   binning at 0.5; accuracy uses its own Pr(HIGH) ≥ 0.5, AUC ranks by Pr(HIGH).
 
@@ -38,13 +38,13 @@ from typing import Any
 
 import numpy as np
 
-from focused.bench.studies.features_report import markdown, plot, write_reports
-from focused.bench.studies.linkcorpus import LinkCorpus, link_corpus
-from focused.learning.apprentice import Apprentice, NotReadyError
+from focused.bench.studies.features_report import write_reports
+from focused.bench.studies.linkcorpus import link_corpus
 from focused.learning.apprentice.features import N_FEATURES
-from focused.replay import open_store
+from focused.learning.apprentice.learner import Apprentice, NotReadyError
+from focused.replay.load import open_store
 
-__all__ = ["LinkCorpus", "feature_study", "link_corpus", "markdown", "plot", "write_reports"]
+__all__ = ["feature_study"]
 
 logger = logging.getLogger(__name__)
 
@@ -63,7 +63,7 @@ _COUNTS = ("n_test", "critic_high_test", "truth_high_test")
 
 def _critic(archive: Path, cache: Path, university: str) -> Any:
     """The critic trained without ``university``, from ``cache`` (shared with ``focused bench``) or trained."""
-    from focused.learning.critic import load_critic
+    from focused.learning.critic.load import load_critic
     from focused.learning.critic.training import train_webkb_critic
 
     path = cache / f"critic-webkb-without-{university}.npz"

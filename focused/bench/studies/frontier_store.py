@@ -267,8 +267,8 @@ def kill_study(config: FrontierBenchConfig, proxy: str) -> dict[str, Any]:
 
 def run_frontier_bench(config: FrontierBenchConfig) -> dict[str, Any]:
     """Run the three studies through one replay of the rendered Wikipedia; write ``bench.json`` and ``bench.md``."""
-    from focused.replay import ReplayServer
-    from focused.replay.store import open_store
+    from focused.replay.load import open_store
+    from focused.replay.server import ReplayServer
 
     with (
         bench_run(config, markdown) as (web, result),

@@ -21,8 +21,8 @@ from focused.bench.metrics import crawl_curve
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.bench.tracks import WEBKB_UNIVERSITIES, Case, webkb_track
 from focused.corpora.webkb import default_archive
-from focused.learning.critic import load_critic
-from focused.replay import ReplayServer
+from focused.learning.critic.load import load_critic
+from focused.replay.server import ReplayServer
 
 CHECKPOINTS = (50, 100, 250, 500)
 

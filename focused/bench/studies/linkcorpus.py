@@ -21,7 +21,8 @@ import numpy as np
 
 from focused.learning.apprentice.features import N_FEATURES, extract_link_features, hash_features
 from focused.page.text import content_type_charset, html_to_text
-from focused.replay import ReplayStore, StoredResponse, normalize_url
+from focused.replay.store import ReplayStore, StoredResponse
+from focused.replay.urlnorm import normalize_url
 
 __all__ = ["LinkCorpus", "link_corpus"]
 

@@ -101,7 +101,7 @@ def _train(config: MarkinesBench, track: Track, case: Case) -> Path | None:
 
 
 def _figures(track: Track, case: Case, spec: CrawlSpec) -> dict[str, Any]:
-    from focused.learning.critic import load_critic
+    from focused.learning.critic.load import load_critic
 
     topic = load_critic(case.model).resolve_topic(case.topic)
     curve = crawl_curve(str(spec.db), track.store.labels, topic) if spec.db.exists() else None
@@ -113,7 +113,7 @@ def _figures(track: Track, case: Case, spec: CrawlSpec) -> dict[str, Any]:
 
 
 def run_track(config: MarkinesBench, track: Track, strategies: tuple[str, ...]) -> list[dict[str, Any]]:
-    from focused.replay import ReplayServer
+    from focused.replay.server import ReplayServer
 
     plain = [s for s in strategies if not _needs_model(s)]
     if "baseline" not in plain:

@@ -2,7 +2,7 @@
 
 Part of ``focused bench-frontier`` (:mod:`focused.bench.studies.frontier_store`). The
 frontier holds waiting URLs with realistic apprentice payloads
-(:class:`~focused.learning.apprentice.online.LinkPayload`: ~60 hashed int32 feature ids
+(:class:`~focused.learning.apprentice.payload.LinkPayload`: ~60 hashed int32 feature ids
 and 2 float32 side features per parent link); a small apprentice is fitted on
 synthetic links so that :meth:`OnlineApprentice.rescore` runs a real model.
 Re-scoring goes through :meth:`FocusedScheduler.rescore` (the store's chunked
@@ -26,8 +26,9 @@ from scrapy.utils.test import get_crawler
 from focused.core.scheduler import PAYLOAD_META_KEY, FocusedScheduler
 from focused.frontier.settings import STORE_FILE
 from focused.frontier.store import FrontierStore, Rescorer
-from focused.learning.apprentice import Apprentice
-from focused.learning.apprentice.online import LinkPayload, OnlineApprentice
+from focused.learning.apprentice.learner import Apprentice
+from focused.learning.apprentice.online import OnlineApprentice
+from focused.learning.apprentice.payload import LinkPayload
 
 STORES = ("memory", "sqlite")
 

@@ -40,17 +40,21 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
     from scrapy.utils.request import RequestFingerprinter
 
     from focused.core.fingerprints import UrlFingerprints
-    from focused.core.linkrequest import LinkRequest
     from focused.crawldb import HTML_LEVEL, CrawlDB
+    from focused.frontier.linkrequest import LinkRequest
     from focused.frontier.memory import MemoryStore
     from focused.frontier.payloads import encode_payload
     from focused.frontier.store import Push
-    from focused.learning.apprentice import Apprentice, critic_views
     from focused.learning.apprentice.features import compact_many, extract_link_features
+    from focused.learning.apprentice.learner import Apprentice
     from focused.learning.apprentice.linkids import page_link_ids, with_extra
-    from focused.learning.apprentice.online import LinkPayload, OnlineApprentice, make_snippet_critic, page_key
-    from focused.learning.critic import load_critic
-    from focused.page.parse import ParsedPage, _parse, _read_tree, prepare
+    from focused.learning.apprentice.model import critic_views
+    from focused.learning.apprentice.online import OnlineApprentice
+    from focused.learning.apprentice.payload import LinkPayload, page_key
+    from focused.learning.critic.load import load_critic
+    from focused.learning.critic.snippet import make_snippet_critic
+    from focused.page.parse import _parse, _read_tree, prepare
+    from focused.page.parsed import ParsedPage
     from focused.page.simhash import simhash
     from focused.spiders.focused import FocusedSpider
 
@@ -145,12 +149,12 @@ def memory_study(waiting: int = 100_000, payload_ids: int = 100) -> dict[str, An
 def _memory_child(waiting: int, payload_ids: int) -> dict[str, Any]:
     from scrapy.utils.test import get_crawler
 
-    from focused.bench.studies.throughput import vm_hwm_kb
+    from focused.bench.proc import vm_hwm_kb
     from focused.bench.wikiweb import MODEL
-    from focused.core.linkrequest import LinkRequest
     from focused.core.scheduler import PAYLOAD_META_KEY, FocusedScheduler
-    from focused.learning.apprentice.online import LinkPayload
-    from focused.learning.critic import load_critic
+    from focused.frontier.linkrequest import LinkRequest
+    from focused.learning.apprentice.payload import LinkPayload
+    from focused.learning.critic.load import load_critic
     from focused.spiders.focused import PARENT_META_KEY, FocusedSpider
 
     load_critic(MODEL)  # the crawl holds its critic too

@@ -33,6 +33,7 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from focused.bench.proc import vm_hwm_kb
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, scrapy_command, stats_path
 from focused.bench.wikiweb import MODEL, TOPIC, bench_run, md_row, wiki_spec
 
@@ -116,17 +117,6 @@ def _children(pid: int) -> list[int]:
     return found
 
 
-def vm_hwm_kb(pid: int | str = "self") -> int:
-    """The peak resident set size (``VmHWM``) of a running process in KB; 0 if it is gone."""
-    try:
-        for line in Path(f"/proc/{pid}/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except (OSError, ValueError):
-        pass
-    return 0
-
-
 def _spec(config: SpeedBenchConfig, proxy: str, name: str, spider: str, strategy: str, **settings: Any) -> CrawlSpec:
     settings = {"FOCUSED_LOG_EVERY": 0, "CLOSESPIDER_PAGECOUNT": config.responses, **settings}
     return wiki_spec(config.out, proxy, name, strategy, concurrency=config.concurrency, spider=spider, **settings)
@@ -193,8 +183,8 @@ def _median(values: list[Any], digits: int = 2) -> float | None:
 def run_speed_bench(config: SpeedBenchConfig) -> dict[str, Any]:
     """The four studies; writes ``bench.json`` and ``bench.md`` to ``config.out``."""
     from focused.bench.studies.stages import memory_study, stage_costs
-    from focused.replay import ReplayServer
-    from focused.replay.store import open_store
+    from focused.replay.load import open_store
+    from focused.replay.server import ReplayServer
 
     with bench_run(config, markdown) as (web, result):
         store = open_store(web.warc, labels=web.labels)
@@ -275,7 +265,8 @@ def markdown(result: dict[str, Any]) -> str:
 def hostile_page(cache: Path, links: int) -> dict[str, Any]:
     """A crawl whose seed has ``links`` links (``<a href=/pN>x</a>``: 4 MB for 200,000, under the 5 MiB
     download limit) against one whose seed has one."""
-    from focused.replay import ReplayServer, ReplayStore, StoredResponse
+    from focused.replay.server import ReplayServer
+    from focused.replay.store import ReplayStore, StoredResponse
 
     host = "http://hostile.test"
     headers = [("Content-Type", "text/html; charset=utf-8")]

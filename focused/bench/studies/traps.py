@@ -19,7 +19,8 @@ from typing import Any
 from focused.bench.runner import CrawlSpec, run_crawl
 from focused.bench.studies.trapweb import SEED, TOPIC, TrapWeb, classify, train_probe_critic
 from focused.crawldb import iter_pages
-from focused.replay import ReplayServer
+from focused.replay.server import ReplayServer
+from focused.settings import defaults
 
 #: Settings that switch every trap defence off (the "before" rows).
 DEFENCES_OFF: dict[str, object] = {
@@ -57,7 +58,7 @@ def run_case(
     name: str | None = None,
 ) -> dict[str, Any]:
     """One crawl of the probe; its pages by kind and the share of the budget spent in traps."""
-    defences = settings.get("FOCUSED_NEAR_DUPLICATES") is not False
+    defences = settings.get("FOCUSED_NEAR_DUPLICATES", defaults.FOCUSED_NEAR_DUPLICATES) is not False
     name = name or f"{strategy}-{'on' if defences else 'off'}"
     spec = CrawlSpec(
         name=name,

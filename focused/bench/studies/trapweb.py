@@ -1,6 +1,6 @@
 """The crawler-trap probe: an on-topic site next to a calendar trap, session-id URLs and a growing path.
 
-Served by the replay proxy (:class:`focused.replay.ReplayServer`) on loopback,
+Served by the replay proxy (:class:`focused.replay.server.ReplayServer`) on loopback,
 generated on request, so the traps are endless:
 
 * ``/p/<i>.html``, ``i < pages``: the on-topic site (sport), each page linking
@@ -22,7 +22,7 @@ import secrets
 from pathlib import Path
 from urllib.parse import urlsplit
 
-from focused.learning.critic import Critic
+from focused.learning.critic.naive_bayes import Critic
 from focused.replay.store import Lookup, ReplayStore, StoredResponse
 
 HOST = "http://site.probe"

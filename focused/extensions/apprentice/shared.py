@@ -1,6 +1,6 @@
 """The Scrapy adapter of shared learning (:mod:`focused.learning.apprentice.shared`): workers of one Redis frontier.
 
-:class:`SharedFeedback` replaces :class:`~focused.extensions.apprentice.local.RelevanceFeedback`'s
+:class:`SharedFeedback` replaces :class:`~focused.extensions.apprentice.base.RelevanceFeedback`'s
 own loop when the frontier is in Redis (``FOCUSED_APPRENTICE_SHARED``, on by
 default): the links of every fetched page and the critic's verdict on every
 page go to Redis; on every page and every ``FOCUSED_APPRENTICE_POLL_SECONDS``
@@ -24,16 +24,17 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall, deferLater
 from twisted.internet.threads import deferToThread
 
-from focused.extensions.apprentice.local import RelevanceFeedback
+from focused.extensions.apprentice.base import RelevanceFeedback
 from focused.learning.apprentice.shared import SharedLearning, Trained
+from focused.settings.access import setting
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.python.failure import Failure
 
-    from focused.learning.apprentice.online import LinkPayload
-    from focused.pipelines import LabelledPage
-    from focused.strategies import ApprenticeStrategy
+    from focused.learning.apprentice.payload import LinkPayload
+    from focused.signals import LabelledPage
+    from focused.strategies.apprentice import ApprenticeStrategy
 
 logger = logging.getLogger(__name__)
 
@@ -50,7 +51,7 @@ def open_shared(crawler: Crawler, strategy: ApprenticeStrategy) -> SharedFeedbac
     from focused.frontier.settings import redis_prefix, uses_redis
 
     settings = crawler.settings
-    if not settings.getbool("FOCUSED_APPRENTICE_SHARED", True) or not strategy.online.learn:
+    if not setting(settings, "FOCUSED_APPRENTICE_SHARED") or not strategy.online.learn:
         return None
     if not uses_redis(settings):
         return None
@@ -60,9 +61,14 @@ def open_shared(crawler: Crawler, strategy: ApprenticeStrategy) -> SharedFeedbac
         get_redis_from_settings(settings),
         strategy.online,
         prefix=redis_prefix(settings, getattr(crawler.spidercls, "name", None) or "focused"),
-        lock_seconds=settings.getfloat("FOCUSED_APPRENTICE_LOCK_SECONDS", 10.0),
+        lock_seconds=setting(settings, "FOCUSED_APPRENTICE_LOCK_SECONDS"),
     )
-    return SharedFeedback(crawler, strategy, shared, settings.getfloat("FOCUSED_APPRENTICE_POLL_SECONDS", 1.0))
+    return SharedFeedback(
+        crawler,
+        strategy,
+        shared,
+        setting(settings, "FOCUSED_APPRENTICE_POLL_SECONDS"),
+    )
 
 
 class SharedFeedback(RelevanceFeedback):

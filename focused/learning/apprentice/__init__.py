@@ -18,63 +18,15 @@ reading of the source page and of the anchor against the learned link context.
 crawler can keep serving one model while the next one trains in another
 thread, then swap the reference.
 
-The parts: :mod:`focused.learning.apprentice.model` (the frozen model, the
-critic's views, the model files), :mod:`focused.learning.apprentice.learner`
-(the learner) and :mod:`focused.learning.apprentice.stats` (the arithmetic). Both
-kinds of file are plain arrays and a JSON header (:mod:`focused.learning.modelfile`),
-never a pickle.
+The parts: :mod:`~focused.learning.apprentice.model` (the frozen model, the critic's views, the model
+files), :mod:`~focused.learning.apprentice.learner` (the learner), :mod:`~focused.learning.apprentice.stats`
+(the arithmetic); :mod:`~focused.learning.apprentice.features`, :mod:`~focused.learning.apprentice.linkids` and
+:mod:`~focused.learning.apprentice.pagelinks` (the ⟨t,d⟩ features of a page's links);
+:mod:`~focused.learning.apprentice.online` with :mod:`~focused.learning.apprentice.state`,
+:mod:`~focused.learning.apprentice.payload` and :mod:`~focused.learning.apprentice.linkbatch` (learning during a
+crawl); :mod:`~focused.learning.apprentice.siblings` and :mod:`~focused.learning.apprentice.explore` (the sibling
+term and the exploration bonus); :mod:`~focused.learning.apprentice.checkpoint` and
+:mod:`~focused.learning.apprentice.shared` (state in a job directory or in Redis);
+:mod:`~focused.learning.apprentice.data` (instances from crawl databases). Both kinds of file are plain arrays and a
+JSON header (:mod:`focused.learning.modelfile`), never a pickle.
 """
-
-from __future__ import annotations
-
-from collections.abc import Iterable, Sequence
-from typing import Any
-
-import numpy as np
-import scipy.sparse as sp
-
-from focused.learning.apprentice.learner import BINNINGS, NORMALIZATIONS, Apprentice, NotReadyError
-from focused.learning.apprentice.model import (
-    FORMAT_VERSION,
-    LEARNER_KIND,
-    LOGIT_CLIP,
-    MODEL_KIND,
-    READABLE_VERSIONS,
-    ApprenticeModel,
-    Features,
-    critic_views,
-)
-from focused.learning.modelfile import ModelFileError
-
-__all__ = [
-    "BINNINGS",
-    "FORMAT_VERSION",
-    "LEARNER_KIND",
-    "LOGIT_CLIP",
-    "MODEL_KIND",
-    "NORMALIZATIONS",
-    "READABLE_VERSIONS",
-    "Apprentice",
-    "ApprenticeModel",
-    "Features",
-    "ModelFileError",
-    "NotReadyError",
-    "critic_views",
-    "train_from_instances",
-]
-
-
-def train_from_instances(
-    features_iter: Iterable[Sequence[str]] | Features,
-    relevances: Sequence[float] | np.ndarray,
-    **params: Any,
-) -> ApprenticeModel:
-    """Fit a model offline from (link features, target relevance) instances (the paper's §3.5).
-
-    ``params`` are :class:`Apprentice` parameters.
-    """
-    app = Apprentice(**params)
-    if not sp.issparse(features_iter) and not isinstance(features_iter, Sequence):
-        features_iter = list(features_iter)
-    app.add(features_iter, relevances)
-    return app.fit()

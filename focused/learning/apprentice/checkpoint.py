@@ -18,7 +18,8 @@ from typing import Any
 
 import numpy as np
 
-from focused.learning.apprentice import Apprentice, ApprenticeModel
+from focused.learning.apprentice.learner import Apprentice
+from focused.learning.apprentice.model import ApprenticeModel
 from focused.learning.apprentice.online import OnlineApprentice
 
 FORMAT = "focused.apprentice-checkpoint"

@@ -36,10 +36,11 @@ from typing import Any
 import numpy as np
 
 from focused.crawldb import iter_pages, read_meta
-from focused.learning.apprentice import Apprentice, critic_views
 from focused.learning.apprentice.features import D_MAX, N_FEATURES, compact_many, extract_link_features
 from focused.learning.apprentice.features import class_features as _class_features
-from focused.learning.apprentice.online import SnippetCritic
+from focused.learning.apprentice.learner import Apprentice
+from focused.learning.apprentice.model import critic_views
+from focused.learning.critic.snippet import SnippetCritic
 from focused.replay.store import INDEX_NAMES
 from focused.replay.urlnorm import normalize_url
 
@@ -65,7 +66,7 @@ class Instances:
         ``(u, v)`` as stored (v under the URL the crawler fetched it as).
     side
         With a snippet critic, the critic's views of each link
-        (:func:`~focused.learning.apprentice.critic_views`: Pr(c*|u) as stored
+        (:func:`~focused.learning.apprentice.model.critic_views`: Pr(c*|u) as stored
         with u, Pr(c*|anchor text) read now), shape (n, 2); else ``None``.
     topic
         The crawl topic recorded in the databases (``None`` if none recorded).
@@ -264,10 +265,10 @@ def train_apprentice(
     snippet_critic: SnippetCritic | None = None,
     **kw: Any,
 ) -> Apprentice:
-    """An :class:`~focused.learning.apprentice.Apprentice` holding every instance of the crawl(s).
+    """An :class:`~focused.learning.apprentice.learner.Apprentice` holding every instance of the crawl(s).
 
     Returns the learner, not a frozen model: a crawl can load it and keep
-    adding instances (call :meth:`~focused.learning.apprentice.Apprentice.fit`
+    adding instances (call :meth:`~focused.learning.apprentice.learner.Apprentice.fit`
     for a model). Its ``feature_params`` record ``d_max``, ``class_features``,
     ``offsets``, ``n_features`` (what a crawler must extract to use it) and the
     crawl ``topic``. ``binning="equal-prob"`` is the paper's choice (§2.3);

@@ -54,7 +54,8 @@ import numpy as np
 import scipy.sparse as sp
 
 from focused.page.hashing import feature_ids
-from focused.page.parse import ParsedPage, parse_page
+from focused.page.parse import parse_page
+from focused.page.parsed import ParsedPage
 
 logger = logging.getLogger(__name__)
 

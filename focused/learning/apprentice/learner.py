@@ -10,22 +10,20 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from os import PathLike
 from typing import Any
 
 import numpy as np
+import scipy.sparse as sp
 
 from focused.learning.apprentice.features import N_FEATURES
 from focused.learning.apprentice.model import (
-    BINNINGS,
     FORMAT_VERSION,
     LEARNER_KIND,
     MAX_SIDE,
-    NORMALIZATIONS,
     ApprenticeModel,
     Features,
-    ModelFileError,
     as_compact,
     check_bundle,
     check_n_features,
@@ -40,9 +38,9 @@ from focused.learning.apprentice.stats import (
     rebucket,
     stacked_sigmoid,
 )
-from focused.learning.modelfile import save_model
+from focused.learning.modelfile import ModelFileError, save_model
 
-__all__ = ["BINNINGS", "NORMALIZATIONS", "Apprentice", "NotReadyError"]
+__all__ = ["Apprentice", "NotReadyError"]
 
 logger = logging.getLogger(__name__)
 
@@ -393,3 +391,19 @@ class Apprentice:
     def load(cls, path: str | PathLike[str]) -> Apprentice:
         """Read a learner written by :meth:`save`; :class:`ModelFileError` (one line) if it is not one."""
         return read_apprentice_file(path, LEARNER_KIND, cls.from_bundle)
+
+
+def train_from_instances(
+    features_iter: Iterable[Sequence[str]] | Features,
+    relevances: Sequence[float] | np.ndarray,
+    **params: Any,
+) -> ApprenticeModel:
+    """Fit a model offline from (link features, target relevance) instances (the paper's §3.5).
+
+    ``params`` are :class:`Apprentice` parameters.
+    """
+    app = Apprentice(**params)
+    if not sp.issparse(features_iter) and not isinstance(features_iter, Sequence):
+        features_iter = list(features_iter)
+    app.add(features_iter, relevances)
+    return app.fit()

@@ -24,7 +24,8 @@ import numpy as np
 
 from focused.learning.apprentice.features import decode_html, resolve_links
 from focused.page.hashing import FeatureIds, feature_ids
-from focused.page.parse import ParsedPage, parse_page
+from focused.page.parse import parse_page
+from focused.page.parsed import ParsedPage
 
 logger = logging.getLogger(__name__)
 

@@ -36,7 +36,6 @@ __all__ = [
     "READABLE_VERSIONS",
     "ApprenticeModel",
     "Features",
-    "ModelFileError",
     "as_compact",
     "as_matrix",
     "check_bundle",

@@ -1,7 +1,7 @@
 """Online relevance feedback: the apprentice learns from the critic during a crawl.
 
 Scrapy-free (the crawler's adapters are :class:`focused.strategies.ApprenticeStrategy`
-and :class:`focused.extensions.apprentice.local.RelevanceFeedback`). The loop of the paper's §2.2:
+and :class:`focused.extensions.apprentice.base.RelevanceFeedback`). The loop of the paper's §2.2:
 
 1. When a page u is fetched, the ⟨t,d⟩ features of each of its links (u,v) are
    extracted in one pass (:func:`~focused.learning.apprentice.linkids.page_link_ids`, the ids of
@@ -33,24 +33,24 @@ from typing import Any
 
 import numpy as np
 
-from focused.learning.apprentice import Apprentice, ApprenticeModel
 from focused.learning.apprentice.explore import NoveltyBonus, shift_logits
 from focused.learning.apprentice.gate import SwitchGate
+from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.linkbatch import LinkBatch
 from focused.learning.apprentice.linkids import parse_for_links
+from focused.learning.apprentice.model import ApprenticeModel
 from focused.learning.apprentice.pagelinks import page_payloads
 from focused.learning.apprentice.payload import LinkPayload, page_key, target_group
 from focused.learning.apprentice.payload import unpack as _unpack
 from focused.learning.apprentice.siblings import SiblingFeedback, payload_tags
 from focused.learning.apprentice.state import OnlineState
-from focused.learning.critic.snippet import SNIPPET_MEMO as SNIPPET_MEMO
-from focused.learning.critic.snippet import SnippetCritic, make_snippet_critic
-from focused.page.parse import ParsedPage
+from focused.learning.critic.snippet import SnippetCritic
+from focused.page.parsed import ParsedPage
 from focused.priority import score_to_priority
 
 logger = logging.getLogger(__name__)
 
-__all__ = ["LinkPayload", "OnlineApprentice", "SnippetCritic", "make_snippet_critic", "page_key"]
+__all__ = ["OnlineApprentice"]
 
 
 class OnlineApprentice(OnlineState):

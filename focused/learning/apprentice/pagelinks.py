@@ -9,14 +9,14 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from focused.learning.apprentice import critic_views
 from focused.learning.apprentice.features import class_features, resolve_links
 from focused.learning.apprentice.linkids import page_link_ids, with_extra
+from focused.learning.apprentice.model import critic_views
 from focused.learning.apprentice.payload import LinkPayload, page_key
 from focused.learning.apprentice.siblings import source_tag
 from focused.learning.critic.snippet import SnippetCritic
 from focused.page.hashing import feature_ids
-from focused.page.parse import ParsedPage
+from focused.page.parsed import ParsedPage
 
 __all__ = ["page_payloads"]
 

@@ -1,6 +1,6 @@
 """What the apprentice keeps per link until its target is fetched, and the key that matches pages.
 
-Scrapy-free; split from :mod:`focused.learning.apprentice.online` (which re-exports both).
+Scrapy-free; used by :mod:`focused.learning.apprentice.online`.
 """
 
 from __future__ import annotations
@@ -55,7 +55,7 @@ class LinkPayload(NamedTuple):
     """What is kept per link (u, v) until v is fetched, and with v's waiting request.
 
     ``ids`` are the compact hashed ⟨t,d⟩ (and class) feature ids; ``side`` the
-    critic's views of the link (:func:`~focused.learning.apprentice.critic_views`,
+    critic's views of the link (:func:`~focused.learning.apprentice.model.critic_views`,
     float32), or ``None`` when the apprentice has no side features.
     """
 

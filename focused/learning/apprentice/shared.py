@@ -42,8 +42,9 @@ from typing import Any, NamedTuple, cast
 import numpy as np
 import redis
 
-from focused.learning.apprentice import ApprenticeModel
-from focused.learning.apprentice.online import LinkPayload, OnlineApprentice, page_key
+from focused.learning.apprentice.model import ApprenticeModel
+from focused.learning.apprentice.online import OnlineApprentice
+from focused.learning.apprentice.payload import LinkPayload, page_key
 from focused.learning.modelfile import ModelFileError
 
 logger = logging.getLogger(__name__)

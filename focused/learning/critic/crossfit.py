@@ -4,7 +4,7 @@ In a benchmark the critic's verdict on a page is compared with the page's true
 label; a critic that trained on that very page would be graded on its training
 data. :class:`CrossFitCritic` splits the training pages into ``k`` folds by a
 stable hash of their normalised URL (``zlib.crc32(normalize_url(url)) % k``) and
-trains one :class:`~focused.learning.critic.Critic` per fold on the other folds.
+trains one :class:`~focused.learning.critic.naive_bayes.Critic` per fold on the other folds.
 A page is judged by the model of *its* fold, the one that never saw it; a URL the
 critic did not train on falls in some fold too, whose model did not see it either.
 
@@ -25,7 +25,8 @@ from typing import Any
 
 import numpy as np
 
-from focused.learning.critic.naive_bayes import Critic, ModelError, read_critic_file
+from focused.learning.critic.bundle import ModelError, read_critic_file
+from focused.learning.critic.naive_bayes import Critic
 from focused.learning.critic.topics import Topic, Verdict, resolve_topic, topics_of, verdict_of
 from focused.learning.modelfile import save_model
 from focused.replay.urlnorm import normalize_url
@@ -45,7 +46,7 @@ def fold_of(url: str, k: int) -> int:
 
 
 class CrossFitCritic:
-    """k fold critics behind the :class:`~focused.learning.critic.Critic` interface."""
+    """k fold critics behind the :class:`~focused.learning.critic.naive_bayes.Critic` interface."""
 
     kind = "crossfit"
 

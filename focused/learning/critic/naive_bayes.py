@@ -33,7 +33,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from focused.learning.critic import bundle as nb_bundle
-from focused.learning.critic.bundle import FORMAT_VERSION, READABLE_VERSIONS, REBUILD_HINT, ModelError, read_critic_file
+from focused.learning.critic.bundle import READABLE_VERSIONS, read_critic_file
 from focused.learning.critic.calibration import HOLDOUT_FRACTION, fit_length_scale, stratified_split
 from focused.learning.critic.topics import Topic, UnknownTopicError, Verdict, resolve_topic, topics_of, verdict_of
 from focused.learning.critic.urlwords import MIN_PAGES, url_text, url_vocabulary
@@ -42,15 +42,7 @@ from focused.learning.modelfile import save_model
 from focused.page.text import tokenize
 from focused.page.words import hashed_counts as _hash_texts
 
-__all__ = [
-    "DEFAULT_ALPHA",
-    "FORMAT_VERSION",
-    "READABLE_VERSIONS",
-    "REBUILD_HINT",
-    "Critic",
-    "ModelError",
-    "read_critic_file",
-]
+__all__ = ["DEFAULT_ALPHA", "Critic"]
 
 #: Default additive (Lidstone) smoothing (chosen on 20 Newsgroups and WebKB,
 #: see :mod:`focused.learning.critic.calibration`).
@@ -64,7 +56,7 @@ logger = logging.getLogger(__name__)
 class Critic:
     """Multinomial naive Bayes over hashed word counts, with calibrated posteriors.
 
-    Build one with :meth:`train` or :func:`~focused.learning.critic.load_critic`; the constructor takes
+    Build one with :meth:`train` or :func:`~focused.learning.critic.load.load_critic`; the constructor takes
     fitted state. ``feature_count`` is the (n_classes, n_features) matrix of
     summed token counts per class, ``class_count`` the number of training pages
     per class, ``length_scale`` the fitted ``L_eff`` (``None``: uncalibrated). With
@@ -334,7 +326,7 @@ class Critic:
 
     @classmethod
     def load(cls, path: str | Path) -> Critic:
-        """Read a naive Bayes critic written by :meth:`save` (:func:`~focused.learning.critic.load_critic`
+        """Read a naive Bayes critic written by :meth:`save` (:func:`~focused.learning.critic.load.load_critic`
         also reads cross-fitted critics); :class:`ModelError` for any other file."""
         return read_critic_file(path, {cls.kind: READABLE_VERSIONS}, cls.from_bundle)
 

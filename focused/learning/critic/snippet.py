@@ -1,6 +1,6 @@
 """The critic reading anchor texts: the apprentice's view of a link before (and beside) its link context.
 
-Split from :mod:`focused.learning.apprentice.online` (which re-exports it). Scrapy-free.
+Used by :mod:`focused.learning.apprentice.online`. Scrapy-free.
 """
 
 from __future__ import annotations
@@ -9,8 +9,9 @@ from collections.abc import Callable, Sequence
 
 import numpy as np
 
-from focused.learning.critic import Critic, Topic
 from focused.learning.critic.crossfit import CrossFitCritic
+from focused.learning.critic.naive_bayes import Critic
+from focused.learning.critic.topics import Topic
 
 __all__ = ["MEMO_URL", "SNIPPET_MEMO", "SnippetCritic", "make_snippet_critic"]
 

@@ -20,7 +20,7 @@ import numpy as np
 
 from focused.corpora.dirtree import iter_dirtree
 from focused.corpora.webkb import UNIVERSITIES, iter_webkb
-from focused.learning.critic import Critic
+from focused.learning.critic.naive_bayes import Critic
 from focused.page.text import content_type_charset, html_to_text
 
 __all__ = [

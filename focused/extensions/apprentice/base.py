@@ -10,8 +10,10 @@ the training thread, and on close (:mod:`focused.learning.apprentice.checkpoint`
 pickle); a resumed crawl restores the last checkpoint and re-scores the
 waiting URLs with its model, so a kill costs at most one batch of learning.
 
-With a Redis frontier the workers learn together instead
-(:class:`focused.extensions.apprentice.shared.SharedFeedback`, ``FOCUSED_APPRENTICE_SHARED``).
+This is the loop of one process, and the base of the shared one: with a Redis
+frontier the workers learn together instead
+(:class:`focused.extensions.apprentice.shared.SharedFeedback`, ``FOCUSED_APPRENTICE_SHARED``);
+:class:`focused.extensions.apprentice.ApprenticeFeedback` picks one.
 """
 
 from __future__ import annotations
@@ -23,23 +25,22 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
-from scrapy.exceptions import NotConfigured
 from scrapy.utils.job import job_dir
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
 from focused import signals
-from focused.core.runtime import CrawlRuntime
 from focused.errors import ConfigError
-from focused.learning.apprentice import ApprenticeModel
 from focused.learning.apprentice.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
-from focused.strategies import ApprenticeStrategy
+from focused.learning.apprentice.model import ApprenticeModel
+from focused.settings.access import setting
+from focused.strategies.apprentice import ApprenticeStrategy
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.python.failure import Failure
 
-    from focused.pipelines import LabelledPage
+    from focused.signals import LabelledPage
 
 logger = logging.getLogger(__name__)
 
@@ -65,34 +66,18 @@ class RelevanceFeedback:
         self._pages = 0
         self._refreshed = 0  # pages at the last refresh of exploration bonuses and sibling terms
         #: with an exploration bonus or sibling feedback, the frontier is re-scored every this many pages
-        self.refresh_pages = crawler.settings.getint("FOCUSED_APPRENTICE_REFRESH_PAGES", 50)
+        self.refresh_pages = setting(crawler.settings, "FOCUSED_APPRENTICE_REFRESH_PAGES")
         #: ... up to this many pages (0: the whole crawl); later the learner's retrains re-score, with every term
-        self.refresh_until = crawler.settings.getint("FOCUSED_APPRENTICE_REFRESH_UNTIL", 500)
+        self.refresh_until = setting(crawler.settings, "FOCUSED_APPRENTICE_REFRESH_UNTIL")
         self._sibling_weight = self._last_refresh_weight = 0.0  # the learned sibling weight now, at the last refresh
 
-    @classmethod
-    def from_crawler(cls, crawler: Crawler) -> RelevanceFeedback:
-        strategy = CrawlRuntime.of(crawler).strategy
-        if not isinstance(strategy, ApprenticeStrategy):
-            raise NotConfigured
-        from focused.extensions.apprentice.shared import open_shared  # workers of a Redis frontier learn together
-
-        shared = open_shared(crawler, strategy)
-        if shared is not None and strategy.online.gate is not None:
-            # the trainer changes hands between workers, and with it the held-out record: no gate
-            logger.info("Shared apprentice: FOCUSED_APPRENTICE_GATE is off (each worker serves the shared model)")
-            strategy.online.gate = None
-        if shared is not None and strategy.online.siblings is not None:
-            # the workers share instances, not the per-source counts the sibling terms read
-            logger.info("Shared apprentice: FOCUSED_APPRENTICE_SIBLINGS is off (workers share no sibling counts)")
-            strategy.online.siblings = None
-        ext = shared or cls(crawler, strategy)
-        if ext.checkpoints is not None:
-            ext._load_state()
-        crawler.signals.connect(ext.page_labelled, signal=signals.page_labelled)
-        crawler.signals.connect(ext.spider_opened, signal=scrapy_signals.spider_opened)
-        crawler.signals.connect(ext.spider_closed, signal=scrapy_signals.spider_closed)
-        return ext
+    def connect(self) -> None:
+        """Restore the last checkpoint (with JOBDIR) and listen to the crawl's signals."""
+        if self.checkpoints is not None:
+            self._load_state()
+        self.crawler.signals.connect(self.page_labelled, signal=signals.page_labelled)
+        self.crawler.signals.connect(self.spider_opened, signal=scrapy_signals.spider_opened)
+        self.crawler.signals.connect(self.spider_closed, signal=scrapy_signals.spider_closed)
 
     def spider_opened(self) -> None:
         if self.online.model is None:
