@@ -6,6 +6,7 @@ SEEDS ?=
 STRATEGY ?= apprentice
 PAGES ?= 300
 BENCH_ARGS ?=
+INSTALLED := .make/install.stamp
 
 
 .PHONY: help install install-redis install-chromium crawl demo test bench bench-quick bench-frontier bench-distributed bench-traps bench-speed bench-features bench-ceiling models lint docs format clean
@@ -18,6 +19,12 @@ install:  ## install the pinned dependencies, the package (editable), redis-serv
 	@command -v chromium >/dev/null || $(MAKE) --no-print-directory install-chromium
 	$(PIP) install -q -r requirements.txt
 	$(PIP) install -q --no-deps -e .
+	@mkdir -p .make && touch $(INSTALLED)
+
+# The targets that need the dependencies depend on this stamp: pip runs again only when one of the files it
+# installs from changed (or after `make clean`); `make install` always installs.
+$(INSTALLED): requirements.txt setup.py pyproject.toml
+	@$(MAKE) --no-print-directory install
 
 install-redis:  ## install redis-server from Debian's packages (as root; CI)
 	@if [ "$$(id -u)" != 0 ] || ! command -v apt-get >/dev/null; then \
@@ -39,7 +46,7 @@ install-chromium:  ## install chromium from Debian's packages (as root; CI): the
 		rm -f $$log; echo "installed $$(chromium --version 2>/dev/null)"; \
 	fi
 
-crawl: install  ## offline demo crawl of the WebKB replay; SEEDS=url[,url] TOPIC=... crawls the live web
+crawl: $(INSTALLED)  ## offline demo crawl of the WebKB replay; SEEDS=url[,url] TOPIC=... crawls the live web
 ifeq ($(strip $(SEEDS)),)
 	$(PYTHON) -m focused demo --topic $(TOPIC) --strategy $(STRATEGY) --pages $(PAGES)
 else
@@ -48,39 +55,39 @@ endif
 
 demo: crawl  ## same as `make crawl`
 
-test: install  ## run the whole test suite
+test: $(INSTALLED)  ## run the whole test suite
 	$(PYTHON) -m pytest -q
 
-bench: install  ## run the benchmarks (results/ gets JSON, Markdown and plots), then bench-frontier, -distributed, -traps, -speed
+bench: $(INSTALLED)  ## run the benchmarks (results/ gets JSON, Markdown and plots), then bench-frontier, -distributed, -traps, -speed
 	$(PYTHON) -m focused bench $(BENCH_ARGS)
 	$(PYTHON) -m focused bench-frontier --out results/frontier
 	$(PYTHON) -m focused bench-distributed --out results/distributed
 	$(PYTHON) -m focused bench-traps --out results/traps
 	$(PYTHON) -m focused bench-speed --out results/speed
 
-bench-speed: install  ## pages/s and CPU per page vs plain Scrapy on the all-200 Wikipedia replay, stages, memory (results/speed)
+bench-speed: $(INSTALLED)  ## pages/s and CPU per page vs plain Scrapy on the all-200 Wikipedia replay, stages, memory (results/speed)
 	$(PYTHON) -m focused bench-speed --out results/speed
 
-bench-frontier: install  ## frontier stores: throughput, re-scoring, kill -9 and resume (results/frontier)
+bench-frontier: $(INSTALLED)  ## frontier stores: throughput, re-scoring, kill -9 and resume (results/frontier)
 	$(PYTHON) -m focused bench-frontier --out results/frontier
 
-bench-distributed: install  ## workers on one Redis: 1 vs 2 workers, round trips, re-scoring, kill -9 (results/distributed)
+bench-distributed: $(INSTALLED)  ## workers on one Redis: 1 vs 2 workers, round trips, re-scoring, kill -9 (results/distributed)
 	$(PYTHON) -m focused bench-distributed --out results/distributed
 
-bench-traps: install  ## crawler traps: share of a 500-page budget spent in traps, per strategy (results/traps)
+bench-traps: $(INSTALLED)  ## crawler traps: share of a 500-page budget spent in traps, per strategy (results/traps)
 	$(PYTHON) -m focused bench-traps --out results/traps
 
-bench-quick: install  ## a short smoke run of the benchmarks
+bench-quick: $(INSTALLED)  ## a short smoke run of the benchmarks
 	$(PYTHON) -m focused bench --quick $(BENCH_ARGS)
 
-bench-features: install  ## the paper's apprentice feature studies (DOM window, <t,d> vs plain text)
+bench-features: $(INSTALLED)  ## the paper's apprentice feature studies (DOM window, <t,d> vs plain text)
 	$(PYTHON) -m focused bench-features --out results
 
-bench-ceiling: install  ## how far learning from the critic can go: simulated crawls on the bench webs (results/ceiling)
+bench-ceiling: $(INSTALLED)  ## how far learning from the critic can go: simulated crawls on the bench webs (results/ceiling)
 	$(PYTHON) -m focused.bench.studies.ceiling --tracks webkb,wiki --budget 1000 --out results/ceiling --reference results/harvest-once/bench.json
 	$(PYTHON) -m focused.bench.studies.ceiling --tracks webkb --budget 1000 --page-view discriminative --out results/ceiling --reference results/harvest-once/bench.json
 
-models: install  ## rebuild the default models in models/ from ../shared
+models: $(INSTALLED)  ## rebuild the default models in models/ from ../shared
 	$(PYTHON) -m focused models --out models
 
 lint:  ## ruff (lint + format check), mypy and the import layers (lint-imports)
@@ -97,4 +104,4 @@ format:  ## apply ruff's formatting and safe fixes
 	$(PYTHON) -m ruff format focused tests
 
 clean:  ## remove crawl outputs, caches and egg builds (not models/)
-	rm -rf crawls results/cache build focused.egg-info .pytest_cache .mypy_cache .ruff_cache
+	rm -rf .make crawls results/cache build focused.egg-info .pytest_cache .mypy_cache .ruff_cache

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ipaddress
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
@@ -34,6 +35,10 @@ INTERNAL_NETWORKS: tuple[IPNetwork, ...] = tuple(
         "fe80::/10",
     )
 )
+
+
+#: Values that look like a switch; ``FOCUSED_ALLOW_INTERNAL`` takes hosts, and ``1`` would parse as 0.0.0.1.
+YES_NO = frozenset({"true", "false", "yes", "no", "on", "off", "1", "0"})
 
 
 class AllowListError(ValueError):
@@ -131,6 +136,11 @@ class AddressPolicy:
 
     @classmethod
     def from_setting(cls, value: str | list[str] | tuple[str, ...] | None) -> AddressPolicy:
+        if value is True or (isinstance(value, str) and value.strip().lower() in YES_NO):
+            raise AllowListError(
+                f"FOCUSED_ALLOW_INTERNAL: {value!r} is a yes/no value, not a list of hosts; give the hosts "
+                "to allow, e.g. 127.0.0.1:8000 (one local server's host:port)"
+            )
         if not value:
             return cls()
         items = value.split(",") if isinstance(value, str) else list(value)
@@ -158,3 +168,15 @@ class AddressPolicy:
         if not is_internal_ip(ip):
             return False
         return not any(e.matches(host, ip, port) for e in self.entries)
+
+
+def allow_entry(url: str) -> str:
+    """The ``FOCUSED_ALLOW_INTERNAL`` entry that allows ``url``'s host and port only: ``127.0.0.1:8000``,
+    ``[::1]:8080``, ``intranet.example:80``."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:  # not a number
+        return host
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"

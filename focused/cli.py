@@ -31,6 +31,7 @@ COMMAND_MODULES = (
     "markines",
     "train_topic",
     "settings_doc",
+    "export",
 )
 
 

@@ -98,3 +98,12 @@ def load_model(path: str | Path, loader: Callable[[Path], T], *, base: Path | No
     source = locate_model(path, base=base)
     with resources.as_file(source.resource) as real:
         return loader(real), source
+
+
+def shipped_models() -> list[str]:
+    """The default models focused ships, as ``models/NAME`` (the names a setting gives them)."""
+    try:
+        names = sorted(entry.name for entry in resources.files(MODELS_PACKAGE).iterdir() if entry.name.endswith(".npz"))
+    except (ModuleNotFoundError, FileNotFoundError, NotADirectoryError):
+        names = []
+    return [f"{MODELS_DIR}/{name}" for name in names]

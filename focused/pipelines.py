@@ -16,10 +16,12 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from scrapy.exceptions import DropItem
 from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
 
 from focused import signals
+from focused.core.budget import PageBudget
 from focused.core.runtime import CrawlRuntime
 from focused.crawldb import CrawlDB, CrawlDBError
 from focused.crawldb.jobfile import read_job, write_job
@@ -48,6 +50,8 @@ class CriticPipeline:
         self.crawler = crawler
         self.stats = crawler.stats
         self.runtime = CrawlRuntime.of(crawler)
+        #: FOCUSED_MAX_PAGES: every new page takes a place in it before it is stored
+        self.budget = PageBudget.of(crawler)
         self.db_template = setting(crawler.settings, "FOCUSED_DB") or ""
         self.commit_every = setting(crawler.settings, "FOCUSED_DB_COMMIT_EVERY")
         self.commit_seconds = setting(crawler.settings, "FOCUSED_DB_COMMIT_SECONDS")
@@ -93,6 +97,7 @@ class CriticPipeline:
         if self.jobdir and job is None:
             self.job = {"crawl_db": str(path) if path else "", "started": time.time()}
             write_job(self.jobdir, self.job)
+        self.budget.resume(self.pages)
         if self.pages:
             logger.info("Resuming at page %d (harvest %.3f so far)", self.pages, self.relevance_sum / self.pages)
             self._update_stats()
@@ -178,6 +183,11 @@ class CriticPipeline:
     def process_item(self, item: Any) -> Any:
         if not isinstance(item, PageItem):
             return item
+        # a page fetched again after a resume replaces its row: it counts once
+        refetched = self.continued and self.db is not None and self.db.known(item.url)
+        if not refetched and not self.budget.claim():
+            self.stats.inc_value("focused/budget/dropped_pages")
+            raise DropItem(f"page budget reached: {item.url} not stored", log_level="DEBUG")
         verdict = self.runtime.judge(item.url, item.text or "")
         relevance = self.runtime.relevance.relevance(item.url, item.text or "", verdict)  # or the predicate's 1/0
         self.fetch_order += 1
@@ -186,8 +196,7 @@ class CriticPipeline:
         item.predicted_class = verdict.predicted_class
         item.top_classes = list(verdict.top_classes)
         relevant = relevance >= self.runtime.threshold
-        # a page fetched again after a resume replaces its row: it counts once
-        if self.continued and self.db is not None and self.db.known(item.url):
+        if refetched:
             self.stats.inc_value("focused/pages_refetched")
         else:
             self.pages += 1

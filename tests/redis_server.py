@@ -1,20 +1,19 @@
 """A real ``redis-server`` on a free loopback port, in a temporary directory, for tests.
 
 ``make install`` installs ``redis-server`` (Debian's package). Without it the
-Redis tests are skipped, except in CI (``CI`` set), where they fail.
+Redis tests are skipped, except in CI (``CI`` set), where they fail (:mod:`tests.require`).
 """
 
 from __future__ import annotations
 
-import os
-import shutil
 import socket
 import subprocess
 import time
 from pathlib import Path
 
-import pytest
 import redis
+
+from tests.require import require_program
 
 
 def free_port() -> int:
@@ -24,13 +23,7 @@ def free_port() -> int:
 
 
 def require_redis_server() -> str:
-    path = shutil.which("redis-server")
-    if path is None:
-        message = "redis-server is not installed (make install installs it)"
-        if os.environ.get("CI"):
-            pytest.fail(message)
-        pytest.skip(message)
-    return path
+    return require_program("redis-server", install="make install-redis (Debian: apt-get install redis-server)")
 
 
 class RedisServer:

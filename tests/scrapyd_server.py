@@ -3,7 +3,9 @@
 Scrapyd runs as ``python -m scrapyd`` in ``root`` with its own ``scrapyd.conf``
 (eggs, logs, items and dbs under ``root``), without ``PYTHONPATH``: its jobs
 import ``focused`` from the deployed egg, not from the checkout. A Scrapyd that
-cannot start is a test failure that says why (its output), never a skip.
+cannot start is a test failure that says why (its output), never a skip; Scrapyd
+or scrapyd-client not installed is a skip that says so, a failure under CI
+(:mod:`tests.require`).
 """
 
 from __future__ import annotations
@@ -23,6 +25,8 @@ from typing import Any
 
 import pytest
 
+from tests.require import require_package
+
 CONF = """\
 [scrapyd]
 bind_address = 127.0.0.1
@@ -31,6 +35,7 @@ eggs_dir = {root}/eggs
 logs_dir = {root}/logs
 items_dir = {root}/items
 dbs_dir = {root}/dbs
+jobs_dir = {root}/jobs
 poll_interval = 0.2
 max_proc = 2
 """
@@ -54,6 +59,8 @@ class ScrapydServer:
     """Start with :meth:`start` (or ``with``), stop with :meth:`stop`."""
 
     def __init__(self, root: Path) -> None:
+        require_package("scrapyd")
+        require_package("scrapyd_client")
         self.root = root
         self.port = 0
         self.process: subprocess.Popen[bytes] | None = None

@@ -87,26 +87,6 @@ def neutral_hubs_site(n: int = 30, seed: int = 4) -> ReplayStore:
     return store
 
 
-def two_lists_site(n: int = 30, seed: int = 5) -> ReplayStore:
-    """``/`` links to one index page of neutral text with two lists, each under its heading: n cooking
-    pages, then n sport pages, every anchor "item i". Feedback per page cannot tell the lists apart;
-    feedback per region of the page (each list) can."""
-    rng = random.Random(seed)
-    store = ReplayStore()
-    add(store, "/", page("Home", words(NEUTRAL, 60, rng), [("/index/", "index")]), "misc")
-    lists = []
-    for hub, label, vocab in (("a", "cooking", COOKING), ("b", "sport", SPORT)):
-        items = "".join(f'<li><a href="/{hub}/{i}.html">item {i}</a></li>' for i in range(n))
-        lists.append(f"<h2>Group {hub}</h2><ul>{items}</ul>")
-        for i in range(n):
-            add(store, f"/{hub}/{i}.html", page(f"/{hub}/{i}", words(vocab, 80, rng), []), label)
-    body = (
-        f"<html><head><title>Index</title></head><body><p>{words(NEUTRAL, 60, rng)}</p>{''.join(lists)}</body></html>"
-    )
-    add(store, "/index/", body.encode(), "misc")
-    return store
-
-
 def regions_site(hubs: int = 25, per_region: int = 3, seed: int = 2) -> ReplayStore:
     """A chain of sport hub pages; each links first to cooking pages (under a "Shop" header),
     then to sport pages (under a "Results" header), then to the next hub.

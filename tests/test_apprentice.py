@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 
 import numpy as np
 import pytest
@@ -185,7 +184,8 @@ def test_training_in_a_thread_while_adding():
     trainer.start()
     for lo in range(500, 3000, 50):
         app.add(F[lo : lo + 50], R[lo : lo + 50])
-    trainer.join()
+    trainer.join(120)
+    assert not trainer.is_alive()
     final = app.fit()
     assert final.n_instances == 3000 and len(models) == 5
     fresh = train_from_instances(F, R, n_features=N_FEATURES)
@@ -269,18 +269,19 @@ def test_rejects_bad_input():
     assert app.n_instances == 0
 
 
-def test_retrain_time_on_10k_instances():
-    """Prints the retrain time (run with -s); not asserted, machines differ."""
+def test_a_retrain_at_the_default_width_takes_in_what_was_added():
+    """10,000 instances at the default 2**20 hashed features (the retrain ``focused bench-speed`` times): the
+    retrain after 100 more instances learns their new cue, and the model ranks held-out links."""
     F, R = synthetic(10_000, seed=8)
     app = Apprentice()  # the default 2**20 hashed features
     app.add(F, R)
-    app.fit()  # warm-up: first touch of the 2**20-wide arrays
-    app.add(F[:100], R[:100])
-    start = time.perf_counter()
-    model = app.fit()
-    elapsed = time.perf_counter() - start
-    print(f"\napprentice retrain on {model.n_instances} instances: {elapsed * 1000:.0f} ms")
-    assert model.n_instances == 10_100
+    before = app.fit()
+    app.add([["fresh@0", *words] for words in F[:100]], np.full(100, 0.95))
+    after = app.fit()
+    assert (before.n_instances, after.n_instances) == (10_000, 10_100)
+    assert after.predict([["fresh@0"]])[0] > before.predict([["fresh@0"]])[0]
+    Ft, Rt = synthetic(500, seed=9)
+    assert auc(Rt >= 0.5, after.predict(Ft)) > 0.9
 
 
 def side_data(n: int, seed: int) -> tuple[list[list[str]], np.ndarray, np.ndarray]:

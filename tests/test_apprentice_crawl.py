@@ -73,17 +73,6 @@ def test_apprentice_learns_the_good_region_and_the_baseline_does_not(site):
     assert "switched in after" in result.log.read_text()
 
 
-def test_the_apprentice_with_the_prior_as_offset_still_learns_the_good_region(site):
-    result, order = crawl(site, "apprentice", "offset", FOCUSED_APPRENTICE_OFFSET=True)
-    stats = result.stats
-    switch = stats["focused/apprentice/switched_in_at"]
-    assert 20 <= switch <= 120 and stats["focused/apprentice/version"] >= 2
-    # the link context is learned as a correction of the critic's views: sport pages first after switch-in
-    waiting_sport = 25 * 3 - sum("/s/" in u for u in order[:switch])
-    assert waiting_sport >= 20
-    assert cook_share(order, switch, n=min(40, waiting_sport)) < 0.15
-
-
 def test_pause_and_resume_keeps_the_frontier_and_the_model(site):
     jobdir = site["tmp"] / "job"
     first, order1 = crawl(site, "apprentice", "job", max_pages=70, JOBDIR=str(jobdir))

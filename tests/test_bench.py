@@ -34,21 +34,8 @@ def test_gap_closure():
 def test_strategy_variants():
     assert split_strategy("baseline") == ("baseline", {})
     assert split_strategy("apprentice:fast+classes")[1]["FOCUSED_APPRENTICE_CLASS_FEATURES"] is True
-    assert split_strategy("apprentice:offset")[1]["FOCUSED_APPRENTICE_OFFSET"] is True
     with pytest.raises(ValueError, match="unknown strategy variant"):
         split_strategy("apprentice:turbo")
-
-
-def test_penalty_variant_sets_the_offset_penalty():
-    base, settings = split_strategy("apprentice:offset+grouped+lambda30")
-    assert base == "apprentice"
-    assert settings["FOCUSED_APPRENTICE_OFFSET"] is True
-    assert settings["FOCUSED_APPRENTICE_GROUPED_FOLDS"] is True
-    assert settings["FOCUSED_APPRENTICE_OFFSET_PENALTY"] == 30.0
-    assert split_strategy("apprentice:offset+lambda2.5")[1]["FOCUSED_APPRENTICE_OFFSET_PENALTY"] == 2.5
-    for bad in ("apprentice:lambda", "apprentice:lambdax", "apprentice:lambda-3"):
-        with pytest.raises(ValueError, match="unknown strategy variant"):
-            split_strategy(bad)
 
 
 def run(group, topic, strategy, h100, repeat=0):
@@ -98,8 +85,8 @@ def test_summary_gap_closure_loss_reduction_and_noise(tmp_path):
     assert "gap closure" in text and "+0.40" in text
     assert "loss reduction" in text and "switched in at page" in text
     assert "Settings of every crawl" not in text
-    result["config"]["settings"] = {"FOCUSED_APPRENTICE_BINNING": "fixed"}  # a run with --set says so
-    assert "Settings of every crawl: `FOCUSED_APPRENTICE_BINNING=fixed`." in markdown(result).splitlines()[0]
+    result["config"]["settings"] = {"FOCUSED_APPRENTICE_BATCH": 50}  # a run with --set says so
+    assert "Settings of every crawl: `FOCUSED_APPRENTICE_BATCH=50`." in markdown(result).splitlines()[0]
     paths = plot(result, tmp_path)
     assert paths and paths[0].stat().st_size > 1000
 

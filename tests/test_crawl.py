@@ -83,6 +83,17 @@ def test_oracle_and_crawl_database(site):
     assert stats["focused/links_scored"] > 0
 
 
+@pytest.mark.parametrize("threshold", [0.1, 1.0])  # the home page is at ~0.13, the sport pages at ~0.998
+def test_the_relevance_threshold_decides_which_pages_count_as_relevant(site, threshold):
+    """``FOCUSED_RELEVANCE_THRESHOLD`` (not the default 0.5) sets the relevant count in the stats and the database."""
+    result, _ = crawl(site, "bfs", f"threshold-{threshold}", FOCUSED_RELEVANCE_THRESHOLD=threshold)
+    relevance = [p.relevance for p in iter_pages(result.spec.db)]
+    expected = sum(r >= threshold for r in relevance)
+    assert expected != sum(r >= 0.5 for r in relevance)  # this site tells the threshold from the default
+    assert result.stats["focused/relevant_pages"] == expected
+    assert read_meta(result.spec.db)["stats"]["focused/relevant_pages"] == expected
+
+
 def test_page_budget_and_feed_export(site):
     feed = site["tmp"] / "items.jsonl"
     result, order = crawl(
@@ -92,7 +103,7 @@ def test_page_budget_and_feed_export(site):
         FOCUSED_MAX_PAGES=5,
         FEEDS=json.dumps({str(feed): {"format": "jsonlines"}}),
     )
-    assert 5 <= len(order) <= 7  # pages in flight when the budget is reached still land
+    assert len(order) == 5  # the budget is exact (tests/test_budget.py)
     assert result.stats["finish_reason"] == "focused_max_pages"
     items = [json.loads(line) for line in feed.read_text().splitlines()]
     assert len(items) == len(order)
@@ -131,7 +142,7 @@ def test_bad_input_fails_with_a_clear_message(site, args, message):
 def test_missing_model_says_how_to_build_it(tmp_path):
     proc = run_scrapy("-a", "topic=course", "-a", "seeds=http://a.test/", "-a", f"model={tmp_path / 'none.npz'}")
     assert proc.returncode != 0
-    assert "make models" in proc.stderr
+    assert "focused train-topic" in proc.stderr and "make models" not in proc.stderr
 
 
 def test_unknown_topic_lists_valid_ones(site):

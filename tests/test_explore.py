@@ -104,11 +104,10 @@ def test_novelty_falls_with_evidence_and_the_bonus_with_the_half_life():
 
 def test_the_explore_variants_set_the_settings():
     assert split_strategy("apprentice:explore2") == ("apprentice", {"FOCUSED_APPRENTICE_EXPLORE": 2.0})
-    name, settings = split_strategy("apprentice:offset+explore0.5+halflife250")
+    name, settings = split_strategy("apprentice:explore0.5+halflife250")
     assert name == "apprentice"
     assert settings["FOCUSED_APPRENTICE_EXPLORE"] == 0.5
     assert settings["FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE"] == 250.0
-    assert settings["FOCUSED_APPRENTICE_OFFSET"] is True
 
 
 def test_checkpointed_state_keeps_the_evidence_counts():
@@ -130,17 +129,3 @@ def test_before_a_model_only_exploration_rescores_the_frontier():
     assert plain.rescore([[payloads[0]], [payloads[1]]]) == [None, None]  # the prior's priorities stand
     seen, new = app.rescore([[payloads[0]], [payloads[1]]])
     assert seen is not None and new is not None and new > seen
-
-
-def test_an_adaptive_bonus_shrinks_while_the_crawl_harvests():
-    bonus = NoveltyBonus(16, weight=2.0, adaptive=True)
-    assert bonus.scale == 2.0  # nothing judged yet
-    for relevance in (0.9, 0.8, 0.1, 0.7):
-        bonus.page_fetched(relevance)
-    assert bonus.scale == pytest.approx(0.5)  # 3 of the last 4 pages on topic
-    for _ in range(50):
-        bonus.page_fetched(0.0)
-    assert bonus.scale == 2.0  # the window holds only off-topic pages now
-    again = NoveltyBonus(16, weight=2.0, adaptive=True)
-    again.restore_arrays(bonus.state_arrays())
-    assert again.scale == bonus.scale and again.pages == 54

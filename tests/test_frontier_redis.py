@@ -18,7 +18,8 @@ from tests.redis_server import RedisServer
 from tests.test_frontier_store import make_redis, push
 
 
-def wait_for(condition, seconds=10.0):
+def wait_for(condition, seconds=60.0):
+    """Poll ``condition`` until it holds; the deadline only catches a hang."""
     deadline = time.monotonic() + seconds
     while not (result := condition()):
         assert time.monotonic() < deadline, "condition not met in time"
@@ -87,6 +88,7 @@ def test_two_workers_never_push_or_pop_the_same_entry(redis_server):
         t.start()
     for t in threads:
         t.join(120)
+    assert not any(t.is_alive() for t in threads), "a worker thread is still running"
     assert not errors
     assert new["a"] + new["b"] == n
     assert popped["a"] and popped["b"]
@@ -139,7 +141,8 @@ def test_redis_restarted_between_operations_loses_nothing(tmp_path, caplog):
             assert push(s, "new", 100) is PushResult.NEW  # retried until Redis was back
             assert s.pop_many(1)[0].key == "new"
             assert len(s) == 45 and s.in_flight == 5
-        restart.join()
+        restart.join(120)
+        assert not restart.is_alive()
         messages = [(r.levelname, r.getMessage()) for r in caplog.records]
         assert [level for level, _ in messages] == ["WARNING", "INFO"]  # one warning for the outage
         assert "unreachable" in messages[0][1] and "back after" in messages[1][1]

@@ -7,21 +7,24 @@ import ipaddress
 import os
 import subprocess
 import sys
+from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import HtmlResponse, Request
+from scrapy.resolver import dnscache
 from scrapy.utils.test import get_crawler
-from twisted.internet import defer
+from twisted.python.failure import Failure
 
 from focused.addresses import AddressPolicy, is_internal_ip
 from focused.bench.runner import PROJECT_ROOT, run_crawl
 from focused.crawldb import iter_pages
 from focused.downloadermiddlewares.internal import STAT, InternalAddressError, RefuseInternalMiddleware
 from focused.errors import ConfigError
-from focused.resolver import PolicyResolver
 from tests.local_server import HTML, LocalServer, direct_crawl
+from tests.rebinding import RebindingResolver
 from tests.sites import SPORT
 
 INTERNAL = [
@@ -112,23 +115,86 @@ def test_a_proxied_request_is_checked_by_its_target() -> None:
         asyncio.run(mw.process_request(Request("http://127.0.0.1:5000/", meta={"proxy": "http://127.0.0.1:8899"})))
 
 
-def test_the_resolver_refuses_a_name_that_now_resolves_internally() -> None:
-    """At connection time the resolver's answer is checked too (a rebinding between check and connect)."""
-    answers = {"rebind.example": "127.0.0.1", "public.example": "93.184.216.34", "lan.example": "10.0.0.7"}
+@pytest.fixture
+def no_dns_cache() -> Iterator[None]:
+    """Scrapy's DNS cache is one per process: no test sees the answers another test cached."""
+    dnscache.clear()
+    yield
+    dnscache.clear()
 
-    class Fake(PolicyResolver):
-        def __init__(self, policy: AddressPolicy) -> None:
-            self.policy, self.trusted = policy, set()
 
-    def lookup(name: str) -> defer.Deferred:
-        return defer.succeed(answers[name]).addCallback(resolver._check, name)
+def _resolver(allow: str = "", **settings: object) -> RebindingResolver:
+    """The crawl's resolver as Scrapy builds it, over the test hosts table (no DNS query)."""
+    from twisted.internet import reactor
 
-    resolver = Fake(AddressPolicy.from_setting("lan.example"))
-    failures: list[object] = []
-    lookup("rebind.example").addErrback(failures.append)
-    assert len(failures) == 1 and failures[0].check(InternalAddressError)  # type: ignore[attr-defined]
-    assert lookup("public.example").result == "93.184.216.34"
-    assert lookup("lan.example").result == "10.0.0.7"
+    crawler = get_crawler(settings_dict={"FOCUSED_ALLOW_INTERNAL": allow, **settings})
+    return RebindingResolver.from_crawler(crawler, reactor)  # type: ignore[arg-type]
+
+
+def _lookup(resolver: RebindingResolver, name: str) -> object:
+    """``getHostByName(name)``: the address, or the failure (the hosts table answers at once)."""
+    results: list[object] = []
+    resolver.getHostByName(name).addBoth(results.append)
+    assert len(results) == 1
+    return results[0]
+
+
+def _refused(result: object) -> bool:
+    return isinstance(result, Failure) and result.check(InternalAddressError) is not None
+
+
+@pytest.mark.parametrize("name", ["loopback.test", "mapped.test", "lan.test"])
+def test_the_resolver_refuses_a_name_that_resolves_to_an_internal_address(no_dns_cache: None, name: str) -> None:
+    """Through ``getHostByName`` (the path a connection takes), cached answers included."""
+    resolver = _resolver()
+    assert _refused(_lookup(resolver, name))
+    assert _refused(_lookup(resolver, name))  # again, from Scrapy's DNS cache
+    assert resolver.asked[name] == 1
+    assert _lookup(resolver, "public.test") == "93.184.216.34"
+    assert _lookup(resolver, "127.0.0.1") == "127.0.0.1"  # an IP literal is no DNS answer: the middleware checks it
+
+
+def test_the_resolver_lets_allowed_internal_names_through(no_dns_cache: None) -> None:
+    assert _lookup(_resolver("lan.test"), "lan.test") == "10.0.0.7"
+    assert _lookup(_resolver("10.0.0.0/8"), "lan.test") == "10.0.0.7"
+    assert _refused(_lookup(_resolver("lan.test"), "loopback.test"))
+
+
+def test_the_resolver_refuses_a_name_that_rebinds_after_the_check(no_dns_cache: None) -> None:
+    """DNS rebinding: the middleware's lookup got a public address, the connection's gets loopback."""
+    resolver = _resolver(DNSCACHE_ENABLED=False)
+    assert _lookup(resolver, "rebind.test") == "192.0.2.1"
+    assert _refused(_lookup(resolver, "rebind.test"))
+    assert resolver.asked["rebind.test"] == 2
+
+
+def test_a_crawl_never_connects_to_a_name_that_rebinds_to_an_internal_address(tmp_path: Path) -> None:
+    """A real crawl: a link's name resolves to a public address at the middleware's check, to loopback at
+    connection time (``tests.rebinding``). The resolver refuses it, so the server there is never reached."""
+    with LocalServer({"/secret": (200, HTML, b"<html><body>INTERNAL SECRET</body></html>")}) as inside:
+        text = " ".join(SPORT * 6)
+        with LocalServer({"/": _page("home", text, [f"http://rebind.test:{inside.port}/secret"])}) as web:
+            spec = direct_crawl(
+                web,
+                tmp_path,
+                "rebind",
+                allow=False,
+                FOCUSED_ALLOW_INTERNAL=f"site.test:{web.port}",  # by name: no port of 127.0.0.1 is allowed
+                TWISTED_DNS_RESOLVER="tests.rebinding.RebindingResolver",
+                DNSCACHE_ENABLED=False,  # each lookup asks the hosts table again, as a rebinding attack needs
+            )
+            spec = replace(spec, seeds=(f"http://site.test:{web.port}/",))
+            result = run_crawl(spec, timeout=120)
+    log = result.log.read_text()
+    assert result.returncode == 0, log[-3000:]
+    assert web.hits and "/" in web.hits
+    assert inside.hits == []  # not even robots.txt
+    # the connection's lookup failed (Twisted reports the resolver's refusal as a name without addresses) ...
+    assert any("DNS lookup failed" in line and "rebind.test" in line for line in log.splitlines())
+    # ... and the page's own check, after it, found the name internal
+    assert f"Refused http://rebind.test:{inside.port}/secret: host rebind.test is an internal address" in log
+    assert result.stats[STAT] >= 1
+    assert [p.url for p in iter_pages(spec.db)] == [f"http://site.test:{web.port}/"]
 
 
 def _page(title: str, body: str, links: list[str], head: str = "") -> tuple[int, list[tuple[str, str]], bytes]:
@@ -185,9 +251,9 @@ def test_a_loopback_seed_is_refused_by_default(tmp_path: Path) -> None:
     with LocalServer({"/": _page("home", "hello", [])}) as web:
         spec = direct_crawl(web, tmp_path, "seed", allow=False)
         result = run_crawl(spec, timeout=120)
-    assert result.returncode == 0
+    assert result.returncode == 1  # no page: the crawl failed (tests/test_failures.py)
     assert web.hits == [] and result.stats[STAT] >= 1
-    assert "allow it with FOCUSED_ALLOW_INTERNAL" in result.log.read_text()
+    assert f"allow it with -s FOCUSED_ALLOW_INTERNAL={web.allow}" in result.log.read_text()
 
 
 def test_a_bad_allow_list_stops_scrapy_crawl_with_one_line(tmp_path: Path) -> None:

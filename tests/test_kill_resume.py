@@ -23,6 +23,7 @@ from scrapy.utils.request import fingerprint
 
 from focused.bench.runner import PROJECT_ROOT, run_crawl, scrapy_command
 from tests.sites import HOST, graph_crawl, graph_web
+from tests.tripwire import tripwire_pickle
 
 PAGES = 240
 APPRENTICE = {"FOCUSED_APPRENTICE_BATCH": 20, "FOCUSED_APPRENTICE_MIN_INSTANCES": 30}
@@ -200,8 +201,8 @@ def test_a_job_directory_that_cannot_be_resumed_is_one_line_and_exit_1(site, tmp
         holder = SQLiteStore(jobdir / "frontier.sqlite", encode=json.dumps, decode=json.loads)
     elif trouble == "damaged-job-file":
         (jobdir / "focused-crawl.json").write_text('{"format": "focused.cr')
-    else:
-        (jobdir / "apprentice-state.pickle").write_bytes(b"never loaded")
+    else:  # a real pickle: loading it would create the marker
+        (jobdir / "apprentice-state.pickle").write_bytes(tripwire_pickle(tmp_path / "unpickled"))
     before = sorted((p.name, p.read_bytes()) for p in jobdir.iterdir() if p.is_file())
     s = spec(site, f"bad-{trouble}", max_pages=5, JOBDIR=str(jobdir), LOG_LEVEL="INFO")
     result = run_crawl(s, timeout=120)
@@ -217,6 +218,7 @@ def test_a_job_directory_that_cannot_be_resumed_is_one_line_and_exit_1(site, tmp
     expected |= {"damaged-job-file": "focused-crawl.json is damaged", "old-pickle": "older focused"}
     assert expected[trouble] in errors[0]
     assert not s.db.exists()
+    assert not (tmp_path / "unpickled").exists()  # the old pickle was never loaded
     # nothing overwritten (a busy store's files belong to its holder, whose checkpoint thread may write them)
     ours = "frontier.sqlite" if holder is not None else "frontier.sqlite.lock"
     assert [a for a in after if not a[0].startswith(ours)] == [b for b in before if not b[0].startswith(ours)]

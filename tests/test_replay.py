@@ -28,9 +28,9 @@ from focused.replay.server import PortInUseError, ReplayServer
 from focused.replay.store import Lookup, ReplayStore, StoredResponse
 from focused.replay.urlnorm import normalize_url
 from focused.replay.warc import iter_warc, write_warc
+from tests.require import require_corpus
 
 REPO = Path(__file__).resolve().parents[1]
-DEV_ARCHIVE = REPO / ".." / "shared" / "corpora" / "webkb-dev.tar.gz"
 HTML = [("Content-Type", "text/html")]
 
 
@@ -533,7 +533,7 @@ def test_server_stop_closes_idle_keep_alive_connections(store: ReplayStore) -> N
     assert fetch(srv, "http://www.example.edu/", conn=conn)[0] == 200
     start = time.monotonic()
     srv.stop()  # must not wait for the idle connection's 120 s timeout
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 60  # a hang-only bound, well under that timeout
     with pytest.raises((ConnectionError, http.client.HTTPException, OSError)):
         fetch(srv, "http://www.example.edu/", conn=conn)
     conn.close()
@@ -699,10 +699,10 @@ def test_cli_replay_serves_until_interrupted(tmp_path: Path) -> None:
 # ---------------------------------------------------------------- the real dev archive
 
 
-@pytest.mark.skipif(not DEV_ARCHIVE.exists(), reason="the WebKB dev archive is not in ../shared/corpora")
 def test_dev_archive() -> None:
-    store = open_store(DEV_ARCHIVE)
-    pages = list(iter_webkb(DEV_ARCHIVE))
+    archive = require_corpus("webkb-dev.tar.gz")
+    store = open_store(archive)
+    pages = list(iter_webkb(archive))
     assert len(pages) == 7019
     # 7 URLs are filed under two classes and 9 more are aliases once normalised
     # (":80", a missing "/", a "#fragment"): 7,003 distinct pages to serve.

@@ -1,9 +1,12 @@
+import pickle
+
 import pytest
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
 from focused import signals
 from focused.core.scheduler import PAYLOAD_META_KEY, FocusedScheduler
+from tests.tripwire import tripwire_pickle
 
 
 def make_scheduler(tmp_path=None, **settings):
@@ -141,9 +144,13 @@ def test_jobdir_with_an_old_pickle_frontier_is_refused_without_loading_it(tmp_pa
 
     job = tmp_path / "job"
     job.mkdir()
-    (job / "focused-frontier.pickle").write_bytes(b"not loaded")
+    marker = tmp_path / "unpickled"
+    (job / "focused-frontier.pickle").write_bytes(tripwire_pickle(marker))  # loading it would create the marker
     with pytest.raises(ConfigError, match="older focused"):
         make_scheduler(tmp_path)
+    assert not marker.exists()
+    pickle.loads((job / "focused-frontier.pickle").read_bytes())  # the tripwire works
+    assert marker.exists()
 
 
 def test_unknown_or_impossible_store_settings_are_config_errors():

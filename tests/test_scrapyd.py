@@ -1,6 +1,6 @@
 """Scrapyd: deploy the egg with ``scrapyd-deploy``, schedule focused crawls of a replay, read what they leave.
 
-One real Scrapyd on a free loopback port (:mod:`tests.scrapyd_server`); its jobs
+One real Scrapyd on a free loopback port (:mod:`tests.scrapyd_server`, with a ``jobs_dir``); its jobs
 import focused from the deployed egg. One crawl uses a critic given with
 ``-d model=PATH``, one the default model, which only the egg can provide (no
 ``models/`` folder where Scrapyd runs).
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 import zipfile
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def test_deploy_and_crawl_with_the_packaged_and_a_given_model(scrapyd):
     assert {p.predicted_class for p in pages if "/sport/" in p.url} == {"sport"}
     meta = read_meta(files["db"])
     assert meta["topic"] == "sport" and meta["critic_model"] == str(model)
-    assert "'finish_reason': 'finished'" in files["log"].read_text()
+    assert "Crawl summary: finished" in files["log"].read_text()
 
     # the default model, read from the egg; FOCUSED_DB given with {job}
     files = job_files(scrapyd, default)
@@ -97,14 +98,57 @@ def test_deploy_and_crawl_with_the_packaged_and_a_given_model(scrapyd):
     pages = list(iter_pages(db))
     assert 5 <= len(pages) <= 7 and len(files["items"].read_text().splitlines()) == len(pages)
     assert {p.predicted_class for p in pages} <= set(load_critic(PROJECT_ROOT / DEFAULT_MODEL).classes)
-    assert "'finish_reason': 'focused_max_pages'" in log
+    assert "Crawl summary: focused_max_pages" in log
+    # Scrapyd's jobs_dir gives the job a JOBDIR of its own, which no later job can reuse: the log says so
+    assert "Scrapyd gives every job a new JOBDIR: schedule with -d jobdir=DIR to make a job resumable" in log
 
 
 def test_a_bad_argument_fails_the_job_in_one_line(scrapyd):
     job = schedule(scrapyd, ("topic", "course"), ("pages", "5"))
     scrapyd["server"].wait_finished(PROJECT, {job})
     log = job_files(scrapyd, job)["log"].read_text()
-    assert "-a pages=5: unknown spider argument" in log and "Traceback" not in log
+    # in the words the user scheduled it with (-d, not scrapy's -a), once, without a traceback
+    assert "-d pages=5: unknown spider argument" in log and "-a pages" not in log and "Traceback" not in log
+    # Scrapyd lists the job as finished, like a success: its exit status is in Scrapyd's own log
+    assert f"Process died: exitstatus=1 project='{PROJECT}' spider='focused' job='{job}'" in scrapyd["server"].tail(
+        100_000
+    )
+
+
+def wait_for_log(path: Path, text: str, timeout: float = 60.0) -> str:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        log = path.read_text() if path.exists() else ""
+        if text in log:
+            return log
+        time.sleep(0.1)
+    pytest.fail(f"{text!r} not in {path} after {timeout:.0f} s")
+
+
+def test_a_cancelled_job_scheduled_again_with_the_same_jobdir_continues(scrapyd):
+    server = scrapyd["server"]
+    jobdir = scrapyd["tmp"] / "jobs" / "course1"
+    slow = [("setting", "DOWNLOAD_DELAY=0.5"), ("setting", "FOCUSED_LOG_EVERY=1")]
+    first = schedule(scrapyd, ("topic", "course"), ("jobdir", str(jobdir)), *slow)
+    files = job_files(scrapyd, first)
+    wait_for_log(files["log"], "pages=3 harvest=")
+    server.post("cancel.json", [("project", PROJECT), ("job", first)])
+    server.wait_finished(PROJECT, {first})
+    log = files["log"].read_text()
+    assert f"schedule the job again with -d jobdir={jobdir} to resume it" in log, log[-3000:]
+    before = list(iter_pages(files["db"]))
+    assert 3 <= len(before) < 15  # cancelled mid-crawl: the hub site has 15 pages
+
+    second = schedule(scrapyd, ("topic", "course"), ("jobdir", str(jobdir)))
+    server.wait_finished(PROJECT, {second})
+    log = job_files(scrapyd, second)["log"].read_text()
+    assert not job_files(scrapyd, second)["db"].exists(), log[-3000:]  # the first job's database goes on
+    assert f"{files['db'].name} (continued)" in log, log[-3000:]
+    after = list(iter_pages(files["db"]))
+    assert len(after) == 15 and len({p.url for p in after}) == 15  # the rest of the site, nothing twice
+    assert [p.fetch_order for p in after] == list(range(1, 16))
+    assert [(p.url, p.fetch_order) for p in after[: len(before)]] == [(p.url, p.fetch_order) for p in before]
+    assert (jobdir / "focused-crawl.json").exists()
 
 
 def test_packaged_model_from_a_zip(tmp_path, monkeypatch):

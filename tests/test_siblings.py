@@ -8,7 +8,7 @@ from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.linkbatch import LinkBatch
 from focused.learning.apprentice.online import OnlineApprentice
 from focused.learning.apprentice.payload import LinkPayload
-from focused.learning.apprentice.siblings import LearnedWeight, SiblingFeedback, source_tag
+from focused.learning.apprentice.siblings import SiblingFeedback, source_tag
 from focused.replay.server import ReplayServer
 from tests.sites import HOST, neutral_hubs_site, train_critic
 
@@ -17,9 +17,9 @@ def anchor_critic(texts, urls):
     return np.full(len(texts), 0.3)
 
 
-def side_online(siblings=0.0, lower=True, **kw):
+def side_online(siblings=0.0, **kw):
     learner = Apprentice(min_instances=4, binning="fixed", n_features=2**16, n_side=2)
-    feedback = SiblingFeedback(siblings, lower=lower) if siblings else None
+    feedback = SiblingFeedback(siblings) if siblings else None
     return OnlineApprentice(learner, d_max=3, snippet_critic=anchor_critic, siblings=feedback, **kw)
 
 
@@ -58,10 +58,6 @@ def test_the_term_follows_the_judged_children_of_the_source():
     stronger = SiblingFeedback(weight=2.0, pseudo_count=2.0)
     stronger.restore_arrays(s.state_arrays())  # the checkpoint keeps every count
     assert stronger.term(np.array([hub]))[0] == pytest.approx(2 * hub_term)
-    lifting = SiblingFeedback(weight=1.0, pseudo_count=2.0, lower=False)  # the term only lifts
-    lifting.restore_arrays(s.state_arrays())
-    for tags in ([hub, dull, unknown], [hub, dull, unknown] * 2000):  # looked up source by source, and by table
-        assert lifting.term(np.array(tags))[:3].tolist() == pytest.approx([hub_term, 0.0, 0.0])
     assert 0 < source_tag(HUB) < 2**24 and float(np.float32(source_tag(HUB))) == source_tag(HUB)
     with pytest.raises(ValueError, match="weight"):
         SiblingFeedback(weight=0.0)
@@ -79,9 +75,6 @@ def test_a_hubs_waiting_links_rise_above_a_dull_pages_once_the_frontier_is_resco
     prior = app.prior(np.stack([hub_waiting[0].side[:2]]))[0]
     assert hub_p is not None and dull_p is not None and hub_p > dull_p
     assert app.score([hub_waiting[0]])[0] > prior > app.score([dull_waiting[0]])[0]
-    lifting = side_online(siblings=1.0, lower=False)  # lift only: the dull page's links keep the prior's score
-    fetch_children(lifting, HUB, 0.9)
-    assert lifting.score(fetch_children(lifting, DULL, 0.05))[:1] == pytest.approx([prior])
     # a waiting URL linked from both takes the better parent
     assert app.rescore([[dull_waiting[1], hub_waiting[1]]]) == [hub_p]
     # off: payloads carry the two views only and the prior's priorities stand
@@ -133,19 +126,17 @@ def test_the_sibling_variants_set_the_settings():
         "FOCUSED_APPRENTICE_REFRESH_UNTIL": 0,
     }
     assert isinstance(settings["FOCUSED_APPRENTICE_REFRESH_PAGES"], int)
-    assert split_strategy("apprentice:lift") == ("apprentice", {"FOCUSED_APPRENTICE_SIBLINGS_LOWER": False})
 
 
-def test_the_crawlers_sibling_term_lowers_links_unless_told_to_lift_only():
+def test_the_crawlers_sibling_feedback_is_on_and_damped_by_default():
     from scrapy.settings import Settings
 
     from focused.core.runtime import CrawlRuntime
 
-    for given, lower in (({}, True), ({"FOCUSED_APPRENTICE_SIBLINGS_LOWER": False}, False)):
-        settings = Settings({"FOCUSED_TOPIC": "course", "FOCUSED_STRATEGY": "apprentice", **given})
-        settings.setmodule("focused.settings", priority="default")
-        siblings = CrawlRuntime(settings).strategy.online.siblings
-        assert siblings is not None and siblings.lower is lower and siblings.spread_scale == 2.0
+    settings = Settings({"FOCUSED_TOPIC": "course", "FOCUSED_STRATEGY": "apprentice"})
+    settings.setmodule("focused.settings", priority="default")
+    siblings = CrawlRuntime(settings).strategy.online.siblings
+    assert siblings is not None and siblings.weight == 2.0 and siblings.spread_scale == 2.0
 
 
 @pytest.fixture(scope="module")
@@ -190,60 +181,6 @@ def test_a_crawl_with_sibling_feedback_turns_to_the_hub_whose_leaves_were_on_top
     assert short.stats["focused/apprentice/refreshes"] == 2
 
 
-def test_expected_compares_the_children_with_what_the_views_predicted():
-    plain, expected = SiblingFeedback(1.0), SiblingFeedback(1.0, expected=True)
-    hub, list_page = source_tag(HUB), source_tag(DULL)
-    for s in (plain, expected):
-        for _ in range(4):
-            s.observe([hub], 0.9, np.array([0.9]))  # the views already rated these links well
-            s.observe([list_page], 0.9, np.array([0.2]))  # the views missed these
-            s.page_judged(0.9)
-            s.page_judged(0.9)
-    hub_plain, list_plain = plain.term(np.array([hub, list_page]))
-    hub_expected, list_expected = expected.term(np.array([hub, list_page]))
-    assert hub_plain == pytest.approx(list_plain)  # the same children: the same term against the crawl's mean
-    assert abs(hub_expected) < 0.05 < list_expected  # only the source whose children beat the views gains
-    again = SiblingFeedback(1.0, expected=True)
-    again.restore_arrays(expected.state_arrays())
-    np.testing.assert_allclose(again.term(np.array([hub, list_page])), [hub_expected, list_expected])
-
-
-def test_the_learned_weight_is_what_the_term_adds_to_the_views():
-    rng = np.random.default_rng(0)
-    z, t = rng.normal(size=3000), rng.normal(size=3000)
-    weights = []
-    for c in (0.0, 2.0):  # r ~ σ(0.5 + z + c·t): the term adds nothing, or twice the views' slope
-        learned = LearnedWeight(max_weight=4.0)
-        r = (rng.random(3000) < 1 / (1 + np.exp(-(0.5 + z + c * t)))).astype(float)
-        learned.records.extend((a, b, c, 1.0) for a, b, c in zip(z.tolist(), t.tolist(), r.tolist(), strict=True))
-        learned.maybe_fit()
-        weights.append(learned.value)
-    assert weights[0] < 0.15 and 1.6 < weights[1] < 2.4
-    capped = LearnedWeight(max_weight=1.0)
-    capped.records.extend((a, b, c, 1.0) for a, b, c in zip(z.tolist(), t.tolist(), r.tolist(), strict=True))
-    capped.maybe_fit()
-    assert capped.value == 1.0
-
-
-def test_a_learned_sibling_weight_starts_at_zero_and_follows_the_crawl():
-    s = SiblingFeedback(weight=4.0, learned=True)
-    hubs = [source_tag(f"http://x.test/hub{i}") for i in range(12)]
-    assert s.current_weight == 0.0  # no term before the first fit
-    rng = np.random.default_rng(1)
-    for _ in range(20):  # hubs 0-5 lead to relevant pages, 6-11 not, whatever the views said (0.3)
-        for i, tag in enumerate(hubs):
-            relevance = float(rng.random() < (0.9 if i < 6 else 0.1))
-            s.observe([tag], relevance, np.array([0.3]))
-            s.page_judged(relevance)
-    assert s.learned is not None and s.learned.fits >= 1
-    assert s.current_weight > 0.5
-    good, bad = s.term(np.array([hubs[0], hubs[-1]]))
-    assert good > 0 > bad
-    again = SiblingFeedback(weight=4.0, learned=True)
-    again.restore_arrays(s.state_arrays())
-    assert again.current_weight == s.current_weight and len(again.learned.records) == len(s.learned.records)
-
-
 def test_the_spread_of_a_sources_anchors_damps_its_term():
     def tagged(url, anchor_logits):
         return [
@@ -267,8 +204,17 @@ def test_the_spread_of_a_sources_anchors_damps_its_term():
     assert dull_damped == pytest.approx(dull / (1 + spread**2))
 
 
+def test_the_anchor_spread_is_noted_per_source():
+    s = SiblingFeedback(weight=2.0, spread_scale=2.0)
+    a, b = source_tag("http://x.test/p"), source_tag("http://x.test/q")
+    side = [np.array([0.0, z, t], dtype=np.float32) for z, t in [(1.0, a), (1.0, a), (-3.0, b), (3.0, b)]]
+    s.note_source([LinkPayload(np.zeros(1, dtype=np.int32), x) for x in side])
+    assert s._children[int(a)][3] == pytest.approx(0.0)
+    assert s._children[int(b)][3] == pytest.approx(3.0)
+
+
 def test_few_and_many_links_get_the_same_terms():
-    s = SiblingFeedback(weight=2.0, pseudo_count=2.0, expected=True, spread_scale=1.0)
+    s = SiblingFeedback(weight=2.0, pseudo_count=2.0, spread_scale=1.0)
     tags = [source_tag(f"http://x.test/p{i}") for i in range(50)]
     rng = np.random.default_rng(3)
     for tag in tags:
@@ -296,9 +242,9 @@ def test_links_to_judged_pages_count_as_one_by_one():
     ]
     relevances = rng.random(12).tolist()
     app = side_online(siblings=1.0)
-    one, batch = SiblingFeedback(1.0, learned=True), SiblingFeedback(1.0, learned=True)
+    one, batch = SiblingFeedback(1.0), SiblingFeedback(1.0)
     for payload, relevance in zip(payloads, relevances, strict=True):
         one.observe_payloads([payload], relevance, app.prior)
     batch.observe_links_to_judged(payloads, relevances, app.prior)
-    for key in ("siblings_tags", "siblings_counts", "siblings_records"):
+    for key in ("siblings_tags", "siblings_counts"):
         np.testing.assert_allclose(batch.state_arrays()[key], one.state_arrays()[key])

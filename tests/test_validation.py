@@ -35,7 +35,8 @@ CASES = [
     ("seeds-no-host", ["-a", "seeds=http://"], ["-a seeds=http://", "http(s)"]),
     ("seeds-file-missing", ["-a", "seeds_file={tmp}/none.txt"], ["-a seeds_file=", "does not exist"]),
     ("seeds-file-bad-url", ["-a", "seeds_file={tmp}/seeds.txt"], ["-a seeds_file=", "mailto:"]),
-    ("model-missing", ["-a", "model={tmp}/none.npz"], ["-a model=", "not found"]),
+    ("model-missing", ["-a", "model={tmp}/none.npz"], ["-a model=", "not found", "focused train-topic"]),
+    ("topic-of-the-other-model", ["-a", "topic=Science.Physics"], [f"{WIKI} has it", f"-a model={WIKI}"]),
     ("model-not-a-model", ["-a", "model={tmp}/text.txt"], ["-a model=", "critic model"]),
     ("model-wrong-kind", ["-a", "model={tmp}/crawl.sqlite"], ["-a model=", "critic model"]),
     ("apprentice-is-a-critic", ["-a", "apprentice=models/webkb-pagetype.npz"], ["-a apprentice=", "critic"]),
@@ -56,7 +57,6 @@ CASES = [
     ("threshold-text", ["-s", "FOCUSED_RELEVANCE_THRESHOLD=high"], ["=high", "a number"]),
     ("anchor-weight", ["-s", "FOCUSED_APPRENTICE_ANCHOR_WEIGHT=2"], ["ANCHOR_WEIGHT=2", "<= 1"]),
     ("alpha-zero", ["-s", "FOCUSED_APPRENTICE_ALPHA=0"], ["FOCUSED_APPRENTICE_ALPHA=0", "> 0"]),
-    ("binning", ["-s", "FOCUSED_APPRENTICE_BINNING=quantile"], ["=quantile", "equal-prob, fixed"]),
     ("bool", ["-s", "FOCUSED_DB_STORE_HTML=maybe"], ["FOCUSED_DB_STORE_HTML=maybe", "True or False"]),
     ("log-every", ["-s", "FOCUSED_LOG_EVERY=-1"], ["FOCUSED_LOG_EVERY=-1", ">= 0"]),
     ("commit-seconds", ["-s", "FOCUSED_DB_COMMIT_SECONDS=0"], ["FOCUSED_DB_COMMIT_SECONDS=0", "> 0"]),
@@ -149,14 +149,15 @@ COMMAND_CASES = [
     (["replay", "--port", "abc"], "--port"),
     (["demo", "--pages", "-3"], "--pages"),
     (["demo", "--strategy", "nope"], "baseline"),
-    (["demo", "--set", "FOCUSED_APPRENTICE_SIBLINGS_LOWER=maybe"], "expected True or False"),
-    (["demo", "--set", "FOCUSED_APPRENTICE_SIBLING_LOWER=0"], "did you mean FOCUSED_APPRENTICE_SIBLINGS_LOWER"),
+    (["demo", "--set", "FOCUSED_APPRENTICE_ANCHOR_CRITIC=maybe"], "expected True or False"),
+    (["demo", "--set", "FOCUSED_APPRENTICE_ANCHOR_CRITICS=0"], "did you mean FOCUSED_APPRENTICE_ANCHOR_CRITIC"),
     (["demo", "--set", "FOCUSED_MAX_PAGES"], "NAME=VALUE"),
     (["nosuchcmd"], "nosuchcmd"),
     (["report", "{tmp}/none.sqlite"], "not found"),
     (["report", "{tmp}/text.txt"], "not an SQLite crawl database"),
     (["report", "{tmp}/none.sqlite", "--threshold", "2"], "--threshold"),
     (["topics", "--model", "{tmp}/none.npz"], "not found"),
+    (["topics", "no-such-topic"], "no topic of models/webkb-pagetype.npz contains 'no-such-topic'"),
     (["train-apprentice", "--from", "{tmp}/none.sqlite", "-o", "{tmp}/a.npz"], "not found"),
 ]
 
@@ -174,3 +175,24 @@ def test_focused_commands_give_one_line_and_exit_1(argv, expected, tmp_path, cap
     lines = [line for line in err.splitlines() if line.strip()]
     assert code == 1, err
     assert len(lines) == 1 and expected in lines[0] and "Traceback" not in err, err
+
+
+def test_a_topic_left_out_is_named_as_the_argument_to_give():
+    result = _run(["-a", "seeds=http://127.0.0.1:9/"])
+    lines = [line for line in result.stderr.splitlines() if line.strip()]
+    assert result.returncode == 1 and len(lines) == 1, result.stderr
+    assert "-a topic=... is missing" in lines[0] and "student" in lines[0]
+
+
+def test_a_missing_model_of_ones_own_is_not_told_to_rebuild_the_defaults(tmp_path):
+    result = _run([*OK, "-a", f"model={tmp_path}/mine.npz"])
+    assert result.returncode == 1 and "make models" not in result.stderr, result.stderr
+    default = _run([*OK, "-a", f"model={tmp_path}/models/webkb-pagetype.npz"])
+    assert default.returncode == 1 and "make models" in default.stderr  # a default model: rebuild it
+
+
+def test_topics_lists_those_that_contain_the_pattern(capsys):
+    from focused.cli import main
+
+    assert main(["topics", "STUD"]) == 0
+    assert capsys.readouterr().out.split() == ["student"]

@@ -164,11 +164,8 @@ def markdown(result: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def plot(result: dict[str, Any], out: Path, *, what: str = "true labels") -> list[Path]:
-    """One PNG per track: mean cumulative irrelevant pages vs pages fetched, a panel per topic.
-
-    ``what`` says what judged the pages (``focused report`` plots one crawl judged by its critic).
-    """
+def plot(result: dict[str, Any], out: Path) -> list[Path]:
+    """One PNG per track: mean cumulative irrelevant pages (by the true labels) vs pages fetched, a panel per topic."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -204,7 +201,7 @@ def plot(result: dict[str, Any], out: Path, *, what: str = "true labels") -> lis
             for t in topics
             for s in result["config"]["strategies"]
         )
-        fig.suptitle(f"{track}: cumulative loss ({what})" + (", mean over cases" if several else ""))
+        fig.suptitle(f"{track}: cumulative loss (true labels)" + (", mean over cases" if several else ""))
         fig.tight_layout()
         path = out / f"loss-{track}.png"
         fig.savefig(path, dpi=110)

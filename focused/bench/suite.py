@@ -52,54 +52,23 @@ VARIANTS: dict[str, dict[str, Any]] = {
     "slow": {"FOCUSED_APPRENTICE_BATCH": 200, "FOCUSED_APPRENTICE_MIN_INSTANCES": 200},
     # switch in early and retrain often: better on WebKB, worse on the Wikipedia track
     "fast": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50},
-    # retrain every 50 pages, serve a model only while its held-out log-loss beats the calibrated prior's
-    "gated": {"FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50, "FOCUSED_APPRENTICE_GATE": True},
-    # retrain every 25 pages (with ``gated``: ``apprentice:gated+early``)
-    "early": {"FOCUSED_APPRENTICE_BATCH": 25, "FOCUSED_APPRENTICE_MIN_INSTANCES": 25},
     # start from an apprentice trained offline on other crawls, then keep learning online
     "warm": {"FOCUSED_APPRENTICE_BATCH": 50},
-    # the critic's views as a fixed offset that the apprentice only corrects, switched in early
-    "offset": {
-        "FOCUSED_APPRENTICE_OFFSET": True,
-        "FOCUSED_APPRENTICE_BATCH": 50,
-        "FOCUSED_APPRENTICE_MIN_INSTANCES": 50,
-    },
-    # with offset: the correction also re-weighs the critic's views (apprentice:offset+views)
-    "views": {"FOCUSED_APPRENTICE_OFFSET_VIEWS": True},
-    # the calibration's held-out folds grouped by target page (with offset: apprentice:offset+grouped)
-    "grouped": {"FOCUSED_APPRENTICE_GROUPED_FOLDS": True},
     # the paper's apprentice: <t,d> features only, the baseline's Pr(c*|u) until switch-in
     "paper": {"FOCUSED_APPRENTICE_ANCHOR_CRITIC": False},
     # never switch in: the critic's blended views of page and anchor alone (no learning)
     "prior": {"FOCUSED_APPRENTICE_MIN_INSTANCES": 10**9, "FOCUSED_APPRENTICE_SIBLINGS": 0.0},
     # the default without sibling feedback (the default before it)
     "nosiblings": {"FOCUSED_APPRENTICE_SIBLINGS": 0.0},
-    # the schedule before the gate: switch in after 200 instances, retrain every 200 pages, no gate
-    "ungated": {
-        "FOCUSED_APPRENTICE_BATCH": 200,
-        "FOCUSED_APPRENTICE_MIN_INSTANCES": 200,
-        "FOCUSED_APPRENTICE_GATE": False,
-    },
     # intelligent crawling with one interest-ratio factor (Aggarwal et al. 2001): intelligent:content ...
     **{factor: {"FOCUSED_INTELLIGENT_FACTORS": factor} for factor in ("content", "url", "link", "sibling")},
+    # intelligent:soft: K counts Pr(c*|page), not a thresholded verdict
     "soft": {"FOCUSED_INTELLIGENT_SOFT": True},
-    # with exploreN: the bonus scaled by the off-topic share of the last 50 pages (apprentice:explore4+adaptive)
-    "adaptive": {"FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE": True},
-    # with siblingsN: a source's children against the critic's views of their links, not the crawl's mean
-    "expected": {"FOCUSED_APPRENTICE_SIBLINGS_EXPECTED": True},
-    # with siblingsN: γ fitted during the crawl, at most N
-    "learned": {"FOCUSED_APPRENTICE_SIBLINGS_LEARNED": True},
-    # sibling feedback per region of a page (a list, the links under a heading), not per page
-    "regions": {"FOCUSED_APPRENTICE_SIBLINGS_REGIONS": True},  # K counts Pr(c*|page), not a thresholded verdict
-    # the sibling term only lifts links, never lowers them (apprentice:lift)
-    "lift": {"FOCUSED_APPRENTICE_SIBLINGS_LOWER": False},
 }
 
 
-#: ``lambdaN`` (a parametrised variant): the offset's penalty λ = N (``apprentice:offset+lambda30``).
-PENALTY_VARIANT = re.compile(r"lambda(\d+(?:\.\d+)?)")
 #: ``exploreN`` and ``halflifeN``: the exploration bonus β = N and its half-life H = N pages
-#: (``apprentice:explore1``, ``apprentice:offset+explore2+halflife250``); ``siblingsN`` and ``pseudoN``:
+#: (``apprentice:explore1``, ``apprentice:explore2+halflife250``); ``siblingsN`` and ``pseudoN``:
 #: sibling feedback γ = N and its pseudo-count m = N; ``refreshN``: re-score every N pages.
 EXPLORE_VARIANTS = {
     "explore": (re.compile(r"explore(\d+(?:\.\d+)?)"), "FOCUSED_APPRENTICE_EXPLORE"),
@@ -113,12 +82,9 @@ EXPLORE_VARIANTS = {
 
 
 def variant_settings(variant: str) -> dict[str, Any] | None:
-    """The settings of one bench variant (``VARIANTS``, ``lambdaN``, ``exploreN``, ``siblingsN``...), else ``None``."""
+    """The settings of one bench variant (``VARIANTS``, ``exploreN``, ``siblingsN``...), else ``None``."""
     if variant in VARIANTS:
         return VARIANTS[variant]
-    match = PENALTY_VARIANT.fullmatch(variant)
-    if match:
-        return {"FOCUSED_APPRENTICE_OFFSET_PENALTY": float(match.group(1))}
     for pattern, setting in EXPLORE_VARIANTS.values():
         match = pattern.fullmatch(variant)
         if match:
@@ -136,11 +102,10 @@ def needs_offline_model(strategy: str) -> bool:
 def split_strategy(name: str) -> tuple[str, dict[str, Any]]:
     """``"baseline:first"`` -> ``("baseline", {"FOCUSED_PARENT_AGGREGATION": "first"})``.
 
-    Several variants combine with ``+``: ``apprentice:warm+classes``;
-    ``lambdaN`` sets the offset's penalty (``apprentice:offset+lambda30``). A name
-    whose part after ``:`` is no bench variant and whose base is not one of the
-    bench's own strategies (e.g. another family's ``NAME:ARG``) goes to the
-    crawl whole, which validates it.
+    Several variants combine with ``+``: ``apprentice:warm+classes``,
+    ``apprentice:explore2+halflife250``. A name whose part after ``:`` is no
+    bench variant and whose base is not one of the bench's own strategies (e.g.
+    another family's ``NAME:ARG``) goes to the crawl whole, which validates it.
     """
     strategy, _, variants = name.partition(":")
     parts = [v for v in variants.split("+") if v]
@@ -148,7 +113,7 @@ def split_strategy(name: str) -> tuple[str, dict[str, Any]]:
     unknown = [v for v, s in zip(parts, found, strict=True) if s is None]
     if unknown:
         if strategy in VARIANT_BASES:
-            valid = ", ".join([*VARIANTS, "lambdaN", *(f"{name}N" for name in EXPLORE_VARIANTS)])
+            valid = ", ".join([*VARIANTS, *(f"{name}N" for name in EXPLORE_VARIANTS)])
             raise ValueError(f"unknown strategy variant {unknown[0]!r} in {name!r}; valid: {valid}")
         return name, {}
     settings: dict[str, Any] = {}

@@ -34,8 +34,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         default="bfs,baseline,apprentice:prior,apprentice,apprentice:warm,oracle,oracle-lookahead",
         help="strategies to compare: any registered strategy; STRATEGY:first|max|mean sets how parents combine, "
         "apprentice:prior never switches the learner in, apprentice:warm starts from an apprentice trained on "
-        "other crawls, apprentice:gated switches it in only while its held-out log-loss beats the critic's views "
-        "(default: %(default)s)",
+        "other crawls (default: %(default)s)",
     )
     parser.add_argument(
         "--parent-study", action="store_true", help="also run baseline:first and baseline:mean (parent aggregation)"
@@ -112,17 +111,18 @@ def _csv(value: str | None) -> tuple[str, ...] | None:
 
 def check_strategies(names: tuple[str, ...]) -> None:
     """Every name must be a registered strategy, or one with known ``:variant``s (``ValueError`` otherwise)."""
-    from focused.bench.suite import VARIANTS, split_strategy
+    from focused.bench.suite import EXPLORE_VARIANTS, VARIANTS, split_strategy
     from focused.strategies import STRATEGIES
 
     if not names:
         raise ValueError("no strategy given (--strategies)")
+    variants = ", ".join([*VARIANTS, *(f"{name}N" for name in EXPLORE_VARIANTS)])
     for name in names:
         split_strategy(name)  # an unknown variant of a bench strategy raises
         if name not in STRATEGIES and name.partition(":")[0] not in STRATEGIES:
             raise ValueError(
                 f"unknown strategy {name!r}; valid: {', '.join(STRATEGIES)}, each optionally with "
-                f":VARIANT[+VARIANT] ({', '.join(VARIANTS)}, lambdaN)"
+                f":VARIANT[+VARIANT] ({variants})"
             )
 
 

@@ -67,6 +67,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         description="List every valid topic: each class and each prefix of the class hierarchy.",
     )
     topics.add_argument("--model", default=DEFAULT_MODEL, metavar="PATH", help="model file (default: %(default)s)")
+    topics.add_argument("pattern", nargs="?", default="", help="list only the topics containing this text (any case)")
     topics.set_defaults(func=_topics)
 
 
@@ -220,6 +221,10 @@ def _topics(args: argparse.Namespace) -> int:
         critic, _ = load_model(args.model, load_critic, base=Path.cwd())
     except ModelError as exc:
         raise CommandError(str(exc)) from exc
-    for name in critic.topics():
+    pattern = args.pattern.casefold()
+    names = [name for name in critic.topics() if pattern in name.casefold()]
+    if not names:
+        raise CommandError(f"no topic of {args.model} contains {args.pattern!r}; `focused topics` lists them all")
+    for name in names:
         print(name)
     return 0

@@ -4,6 +4,10 @@ It starts the replay proxy on a free loopback port, runs
 ``scrapy crawl focused`` through it (progress shows in the log), and prints
 the harvest and loss the critic measured plus the true harvest from the
 archive's hand labels.
+
+It never overwrites an earlier crawl without saying so: by default each run
+writes a new ``crawls/demo-TOPIC-STRATEGY[-N].sqlite`` (the first free N); a
+``--db`` that exists is refused unless ``--force``.
 """
 
 from __future__ import annotations
@@ -32,9 +36,15 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("--seeds", default=DEMO_SEED, help=f"seed URLs, comma-separated (default: {DEMO_SEED})")
     parser.add_argument("--pages", type=positive_int, default=300, help="page budget (default: 300)")
     parser.add_argument("--model", default="models/webkb-pagetype.npz", help="critic model")
-    parser.add_argument("--db", help="crawl database to write (default: crawls/demo-TOPIC-STRATEGY.sqlite)")
+    parser.add_argument(
+        "--db",
+        help="crawl database to write (default: crawls/demo-TOPIC-STRATEGY.sqlite, or -2, -3... when it exists)",
+    )
+    parser.add_argument(
+        "--force", action="store_true", help="overwrite the crawl database when it exists (default: never)"
+    )
     add_set_option(
-        parser, "a Scrapy/FOCUSED_* setting for the crawl (repeatable), e.g. -s FOCUSED_APPRENTICE_SIBLINGS_LOWER=False"
+        parser, "a Scrapy/FOCUSED_* setting for the crawl (repeatable), e.g. -s FOCUSED_APPRENTICE_SIBLINGS=0"
     )
     parser.set_defaults(func=run)
 
@@ -60,6 +70,25 @@ def demo_settings(items: list[str], spider_args: dict[str, str]) -> dict[str, st
     return extra
 
 
+def choose_db(given: str | None, default: Path, *, force: bool) -> tuple[Path, str]:
+    """The crawl database this demo writes and what to say about it (empty: nothing to say).
+
+    An earlier crawl is never overwritten silently: a given ``--db`` that exists is refused
+    (:class:`CommandError`) unless ``force``; the default name moves on to ``-2``, ``-3``... when taken.
+    """
+    path = Path(given) if given else default
+    if not path.exists():
+        return path, ""
+    if force:
+        return path, f"Overwriting {path} (--force)"
+    if given:
+        raise CommandError(f"--db {path} exists (an earlier crawl): give another --db, or --force to overwrite it")
+    n = 2
+    while (taken := path.with_name(f"{path.stem}-{n}{path.suffix}")).exists():
+        n += 1
+    return taken, f"{path} exists (an earlier crawl, kept): this crawl writes {taken}"
+
+
 def run(args: argparse.Namespace) -> int:
     from focused.bench.metrics import crawl_curve
     from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl
@@ -82,12 +111,15 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(str(exc)) from exc
     spider_args = {"topic": args.topic, "strategy": args.strategy, "seeds": args.seeds, "model": str(model)}
     extra = demo_settings(args.set, spider_args)
+    default_db = PROJECT_ROOT / "crawls" / f"demo-{args.topic}-{args.strategy}.sqlite"
+    db, said = choose_db(args.db, default_db, force=args.force)
+    if said:
+        print(said)
     print(f"Loading the replay store from {archive} ...")
     try:
         store = open_store(archive)
     except StoreError as exc:
         raise CommandError(str(exc)) from exc
-    db = Path(args.db) if args.db else PROJECT_ROOT / "crawls" / f"demo-{args.topic}-{args.strategy}.sqlite"
     with tempfile.TemporaryDirectory() as tmp, ReplayServer(store) as server:
         labels = Path(tmp) / "labels.tsv"
         write_labels(labels, ((url, store.labels[url], store.groups.get(url)) for url in store.labels))
@@ -114,11 +146,17 @@ def run(args: argparse.Namespace) -> int:
     n = len(curve.true_relevant)
     if not n:
         raise CommandError(f"the crawl fetched no page; see {result.log}")
-    print(f"\nFetched {n} pages in {result.seconds:.1f}s; crawl database: {db}")
+    # the terms of the crawl's own closing summary (focused.extensions.summary), which the log above ends with
+    from focused.extensions.summary import seconds_text, shown
+
     judged = curve.critic_harvest_at(n)
-    print(f"  critic harvest (mean Pr(c*|v)): {judged:.3f}   loss: {1 - judged:.3f}")
+    print(f"\nDemo summary ({args.strategy}, topic {topic.name!r}):")
+    print(f"  {'pages stored:':<16} {n} in {seconds_text(result.seconds)} (with the crawl's start-up)")
+    print(f"  {'harvest:':<16} {judged:.3f} (the critic's mean Pr(topic|page); loss {1 - judged:.3f})")
     print(
-        f"  true harvest (hand labels):     {curve.true_harvest_at(n):.3f}   "
-        f"({sum(curve.true_relevant)} of {n} pages are '{topic.name}')"
+        f"  {'true harvest:':<16} {curve.true_harvest_at(n):.3f} "
+        f"({sum(curve.true_relevant)} of {n} pages are labelled {topic.name!r} in the WebKB archive)"
     )
+    print(f"  {'crawl database:':<16} {shown(db)}")
+    print(f"  {'report:':<16} focused report {shown(db)} -o {shown(db.with_suffix('.html'))}")
     return 0

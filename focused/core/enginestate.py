@@ -1,4 +1,5 @@
-"""What the scheduler reads of Scrapy's engine: the requests it holds and the pages it has yet to score.
+"""What the scheduler reads of Scrapy's engine: the requests it holds and the pages it has yet to score;
+and the requests queued in its downloader, which the page budget takes back when it closes.
 
 Scrapy has no public API for either; both come from the engine's and the
 scraper's slots (Scrapy 2.13+), and both answer ``None`` (unknown) when there
@@ -7,11 +8,12 @@ is no engine, as when a scheduler is driven by hand in a test.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import Request
+    from twisted.internet.defer import Deferred
 
 
 def engine_requests(crawler: Crawler) -> set[Request] | None:
@@ -41,3 +43,22 @@ def unscored_pages(crawler: Crawler) -> int | None:
     if queue is None or active is None:
         return None
     return len(queue) + len(active)
+
+
+def take_queued_downloads(crawler: Crawler) -> list[tuple[Request, Deferred[Any]]]:
+    """Take out of the downloader the requests queued in its slots and not yet sent (they wait for the
+    politeness delay or a free connection): each with the Deferred the downloader fires with its response.
+    The caller must fire each (an errback drops the request). Empty when unknown."""
+    try:
+        engine = crawler.engine
+    except RuntimeError:
+        return []
+    slots = getattr(getattr(engine, "downloader", None), "slots", None)
+    if not isinstance(slots, dict):
+        return []
+    taken: list[tuple[Request, Deferred[Any]]] = []
+    for slot in slots.values():
+        queue = getattr(slot, "queue", None)
+        while queue:
+            taken.append(queue.popleft())
+    return taken

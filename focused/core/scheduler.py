@@ -14,6 +14,8 @@ scheduler keeps its frontier in a :class:`~focused.frontier.store.FrontierStore`
 * the seen-set is the store's, so it cannot disagree with the frontier
   (``DUPEFILTER_CLASS`` is not used; duplicates are counted in
   ``dupefilter/filtered`` and logged as Scrapy's dupefilter does);
+* no request is handed out while the pages stored plus the requests in
+  flight reach the page budget (:class:`~focused.core.budget.PageBudget`);
 * no request is handed out while more downloaded pages than
   ``FOCUSED_MAX_UNSCORED_PAGES`` await scoring (their links may outrank
   every waiting URL): a bounded look-ahead, 0 for strict best-first;
@@ -25,7 +27,9 @@ scheduler keeps its frontier in a :class:`~focused.frontier.store.FrontierStore`
   every in-flight request goes back to waiting and nothing is lost;
 * with ``REDIS_URL`` the store is Redis
   (:class:`~focused.frontier.redis.RedisStore`), shared by every crawler
-  process of the crawl: a worker does not close while another holds leases
+  process of the crawl: a worker renews its leases every third of
+  ``FOCUSED_REDIS_LEASE_SECONDS`` (a killed worker's come back after that
+  long), does not close while another holds leases
   (their pages may bring new URLs), and one whose Redis is gone for longer
   than ``FOCUSED_REDIS_RETRY_SECONDS`` stops with one error line.
 
@@ -53,6 +57,7 @@ from twisted.internet import task
 from twisted.internet.base import DelayedCall
 
 from focused import signals
+from focused.core.budget import PageBudget
 from focused.core.enginestate import engine_requests, unscored_pages
 from focused.core.fingerprints import UrlFingerprints
 from focused.frontier.leases import Leases
@@ -61,6 +66,7 @@ from focused.frontier.payloads import decode_link_batch, decode_payloads, encode
 from focused.frontier.settings import open_store, store_name
 from focused.frontier.store import FrontierStore, Push, PushResult, StoreError
 from focused.settings.access import setting
+from focused.settings.scrapyd import resume_hint
 from focused.urls import collapse_aliases
 
 if TYPE_CHECKING:
@@ -126,6 +132,8 @@ class FocusedScheduler:
         self.store: FrontierStore = MemoryStore()  # replaced in open()
         self.spider: Spider | None = None
         self._opened = False
+        #: closed: a start request the spider still yields (a crawl closed as it opened) is not taken
+        self._closed = False
         #: popped requests not yet acknowledged
         self._leases = Leases()
         self._crawldb: CrawlDB | None = None
@@ -140,6 +148,9 @@ class FocusedScheduler:
         #: FOCUSED_MAX_UNSCORED_PAGES: no request is handed out while more pages than this await scoring
         self.max_unscored = setting(settings, "FOCUSED_MAX_UNSCORED_PAGES")
         self._cap_warned = False
+        #: FOCUSED_MAX_PAGES: nothing is handed out that the budget could not store
+        self.budget = PageBudget.of(crawler)
+        self.budget.give_back = self.give_back
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -168,10 +179,13 @@ class FocusedScheduler:
                     "Resuming crawl from %s: %d waiting requests (%d were in flight when it stopped and "
                     "will be fetched again)", self.jobdir, len(self.store), requeued,
                 )  # fmt: skip
+        # the tick also renews a shared store's leases: often enough that a slow download keeps its lease
+        renew = getattr(self.store, "renew_seconds", math.inf) / 2
         self._timer = task.LoopingCall(self._tick)
-        self._timer.start(max(0.05, min(self.commit_seconds, 1.0)), now=False)
+        self._timer.start(max(0.05, min(self.commit_seconds, 1.0, renew)), now=False)
 
     def close(self, reason: str) -> None:
+        self._closed = True
         if self._timer is not None and self._timer.running:
             self._timer.stop()
         if self._wake is not None and self._wake.active():
@@ -189,8 +203,8 @@ class FocusedScheduler:
             self.stats.set_value("focused/frontier/requeued", self.store.requeued)
         if self.jobdir:
             logger.info(
-                "Frontier saved in %s: %d waiting, %d in flight; resume with the same JOBDIR",
-                self.jobdir, len(self.store), self.store.in_flight,
+                "Frontier saved in %s: %d waiting, %d in flight; %s",
+                self.jobdir, len(self.store), self.store.in_flight, resume_hint(self.crawler.settings),
             )  # fmt: skip
 
     @_unless_the_store_fails(False)
@@ -203,6 +217,8 @@ class FocusedScheduler:
 
     @_unless_the_store_fails(False)
     def enqueue_request(self, request: Request) -> bool:
+        if self._closed:
+            return False
         payload = request.meta.pop(PAYLOAD_META_KEY, None)
         blob = request.meta.pop(PAYLOAD_BYTES_META_KEY, None)
         if blob is None and payload is not None:
@@ -239,6 +255,8 @@ class FocusedScheduler:
             # is through (each download's completion schedules its next call)
             self.stats.inc_value("focused/frontier/held_back")
             return None
+        if not self.budget.room():
+            return None
         popped = self.store.pop_many(1)
         if not popped:
             return None
@@ -252,6 +270,14 @@ class FocusedScheduler:
         self.stats.inc_value("scheduler/dequeued")
         self.stats.set_value("focused/frontier/size", len(self.store))
         return request
+
+    @_unless_the_store_fails(None)
+    def give_back(self, requests: Sequence[Request]) -> None:
+        """Return popped requests that will not be fetched to the frontier, as waiting (not acknowledged)."""
+        keys = [key for key in map(self._leases.forget, requests) if key is not None]
+        if keys:
+            self.store.give_back_many(keys)
+            self.stats.set_value("focused/frontier/size", len(self.store))
 
     def _drop_lowest(self, size: int) -> int:
         """Over FOCUSED_FRONTIER_MAX_SIZE (by 1%, so that this runs once per 1% of growth): drop the

@@ -13,7 +13,9 @@ pages, at least every ``commit_seconds`` while pages arrive, and on
 :meth:`CrawlDB.close` (WAL journal: a crash loses at most the last uncommitted
 batch, never the file). :attr:`CrawlDB.submitted` and :attr:`CrawlDB.committed`
 count pages handed to the writer and pages committed, so that the frontier
-acknowledges a fetched URL only once its page is durable. Opening an existing
+acknowledges a fetched URL only once its page is durable; :attr:`CrawlDB.on_commit`
+hears, on the writer thread, how many new pages each commit made durable (the
+shared page count of a Redis frontier counts them then). Opening an existing
 database continues it (a resumed crawl): :meth:`CrawlDB.totals` tells where it
 stands.
 
@@ -125,6 +127,9 @@ class CrawlDB:
         #: pages handed to the writer / pages it has committed (the writer thread advances it)
         self.submitted = 0
         self.committed = 0
+        #: called on the writer thread after each commit with the number of pages it made durable that the
+        #: file did not hold before (a page fetched again replaces its row); it must not block for long
+        self.on_commit: Callable[[int], object] | None = None
         self._reader: sqlite3.Connection | None = None
         self._ops: deque[tuple[str, Any] | None] = deque()  # appends and pops are atomic
         self._wake = threading.Event()  # set by close() and set_meta(): no wait for the next poll
@@ -231,9 +236,18 @@ class CrawlDB:
             self._lock_fd = -1
         self._raise_error()
 
+    def _committed(self, pending: int, new: int) -> None:
+        """After a commit (writer thread): ``pending`` pages are durable, ``new`` of them new rows."""
+        self.committed += pending
+        if new and self.on_commit is not None:
+            try:
+                self.on_commit(new)
+            except Exception as exc:  # a listener never stops the writer
+                logger.error("The crawl database's commit listener failed: %s", exc)
+
     def _run(self) -> None:
         conn: sqlite3.Connection | None = None
-        pending = 0
+        pending = new = 0
         last_commit = time.monotonic()
         try:
             conn = _connect(self.path)
@@ -241,8 +255,8 @@ class CrawlDB:
                 if not self._ops:
                     if pending and time.monotonic() - last_commit >= self.commit_seconds:
                         conn.commit()
-                        self.committed += pending
-                        pending = 0
+                        self._committed(pending, new)
+                        pending = new = 0
                         last_commit = time.monotonic()
                     self._wake.wait(POLL_SECONDS)
                     self._wake.clear()
@@ -258,23 +272,25 @@ class CrawlDB:
                     if row[-1] is not None:
                         row = (*row[:-1], zlib.compress(row[-1].encode("utf-8"), HTML_LEVEL))
                     conn.execute("DELETE FROM links WHERE src = ?", (row[0],))  # a re-fetch after a resume
-                    conn.execute("INSERT OR REPLACE INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row)
+                    replaced = conn.execute("DELETE FROM pages WHERE url = ?", (row[0],)).rowcount
+                    conn.execute("INSERT INTO pages VALUES (?,?,?,?,?,?,?,?,?,?,?,?)", row)
                     conn.executemany(
                         "INSERT INTO links VALUES (?, ?, ?)",
                         [(row[0], dst, i) for i, dst in enumerate(links)],
                     )
                     pending += 1
+                    new += replaced <= 0
                 elif kind == "choice":
                     conn.execute("INSERT OR REPLACE INTO choices VALUES (?, ?, ?)", data)
                 now = time.monotonic()
                 due = pending and now - last_commit >= self.commit_seconds
                 if pending >= self.commit_every or kind == "meta" or due:
                     conn.commit()
-                    self.committed += pending
-                    pending = 0
+                    self._committed(pending, new)
+                    pending = new = 0
                     last_commit = now
             conn.commit()
-            self.committed += pending
+            self._committed(pending, new)
         except BaseException as exc:  # reported to the crawler thread on its next call, and to on_error
             logger.debug("crawl database writer failed", exc_info=True)
             self._error = exc

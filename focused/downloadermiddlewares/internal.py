@@ -29,7 +29,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.error import DNSLookupError
 
-from focused.addresses import AddressPolicy, AllowListError, IPAddress, parse_ip
+from focused.addresses import AddressPolicy, AllowListError, IPAddress, allow_entry, parse_ip
 from focused.errors import ConfigError
 from focused.settings.access import setting
 
@@ -46,6 +46,16 @@ STAT = "focused/refused/internal"
 
 class InternalAddressError(DNSLookupError):
     """A name resolved to an internal address that is not allowed (raised by the resolver)."""
+
+
+class InternalAddressRefused(IgnoreRequest):
+    """A request refused because its host is an internal address; ``allow`` is the
+    ``FOCUSED_ALLOW_INTERNAL`` entry that would allow it (``host:port``)."""
+
+    def __init__(self, url: str, allow: str) -> None:
+        super().__init__(f"internal address refused: {url}")
+        self.url = url
+        self.allow = allow
 
 
 def build_policy(settings_value: object) -> AddressPolicy:
@@ -110,18 +120,20 @@ class RefuseInternalMiddleware:
     def _refuse(self, request: Request, host: str, ip: object, *, after: bool = False) -> None:
         self.stats.inc_value(STAT)
         key = host.lower()
+        allow = allow_entry(request.url)
         if key not in self._logged:
             self._logged.add(key)
             logger.warning(
-                "Refused %s: host %s is an internal address (%s%s); allow it with FOCUSED_ALLOW_INTERNAL "
+                "Refused %s: host %s is an internal address (%s%s); allow it with -s FOCUSED_ALLOW_INTERNAL=%s "
                 "(further refusals of this host are counted in %s, not logged)",
                 request.url,
                 host,
                 ip,
                 ", reached after the DNS check" if after else "",
+                allow,
                 STAT,
             )
-        raise IgnoreRequest(f"internal address refused: {request.url}")
+        raise InternalAddressRefused(request.url, allow)
 
 
 def _port(parts: SplitResult) -> int | None:

@@ -10,4 +10,6 @@
 - ``jobdir``: The extension that refuses a job directory that cannot be resumed, before the crawl starts.
 - ``reactorlag``: How long the reactor was kept from its timers: the longest lag of a 50 ms tick, as a stat.
 - ``statsfile``: The extension that writes a crawl's final stats as JSON to ``FOCUSED_STATS_FILE``, for scripts.
+- ``summary``: The closing summary of a crawl: the few lines a person reads when ``scrapy crawl`` ends.
+- ``warcwriter``: The extension that writes the crawl's pages to WARC files (``FOCUSED_WARC``): a crawl's corpus.
 """

@@ -30,6 +30,12 @@ class Leases:
         """``request`` (store key ``key``) was popped when ``submitted`` pages had been handed to the database."""
         self._held[request] = (key, submitted)
 
+    def forget(self, request: Any) -> str | None:
+        """Drop the lease of ``request``, held by the engine and never fetched (its store key, to give it
+        back to the frontier; None if it was not leased)."""
+        held = self._held.pop(request, None)
+        return held[0] if held is not None else None
+
     def due(self, engine_holds: Callable[[], Collection[Any] | None], submitted: int, committed: float) -> list[str]:
         """The store keys to acknowledge now. ``engine_holds()`` gives the requests the engine still holds
         (None: it cannot tell, and every leased request counts as released); ``submitted`` and ``committed``

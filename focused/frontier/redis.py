@@ -15,9 +15,11 @@ names its keys)::
     attempts   HASH   key -> times popped (``Popped.attempts``)
     counter    STRING discovery order, shared by the workers (FIFO ties)
     meta       HASH   name -> JSON (format, options, whatever the crawl keeps)
-    pop:<id>   LIST   the keys one pop took, for its retries (expires a minute after the retry window)
+    pop:<worker> LIST the id of the worker's last pop, then the keys it took, for its retries; replaced by
+                      its next pop, deleted when the worker closes, else expires a minute after the retry window
 
-A done entry keeps only its member of ``seen``.
+A done entry keeps only its member of ``seen``. The number of keys does not grow with the crawl: one per
+name above, and one ``pop:<worker>`` per worker alive (or killed within the last retry window and a minute).
 
 **Scores.** One sorted set gives best-first order with exact ties: the score
 ``-priority * 2**33 + rank`` is an integer, and with ``|priority| < 2**20``
@@ -34,10 +36,13 @@ lets ``ZADD XX`` re-score in place. The rank is recovered from the score
 its equals.
 
 **Leases.** A popped entry stays in ``leases`` until acknowledged (done) or
-given back; the worker holding it renews it while it is alive
-(:meth:`RedisStore.maybe_commit`), and the reaper (run by every pop and every
-:meth:`RedisStore.maybe_commit`) puts leases that expired (a worker killed, or
-cut off from Redis for longer than the lease) back in ``waiting``, counted in
+given back; the worker holding it renews it while it is alive, every third of
+a lease (:meth:`RedisStore.maybe_commit`, which the scheduler calls at least
+that often, and between the chunks of a re-scoring), so a slow download stays
+with its worker. The reaper (run by every pop and every
+:meth:`RedisStore.maybe_commit`, in the same script call as the renewal) puts
+leases that expired (a worker killed, or cut off from Redis or blocked for
+longer than the lease) back in ``waiting``, counted in
 :attr:`RedisStore.requeued`; the next pop counts the re-fetch in ``attempts``.
 
 **Outages.** A call that cannot reach Redis is retried with exponential backoff
@@ -45,8 +50,8 @@ cut off from Redis for longer than the lease) back in ``waiting``, counted in
 ``retry_seconds``, then raises :class:`~focused.frontier.store.StoreError`;
 from then on each call tries once (no waiting) until Redis answers again. A
 script whose reply was lost may have run: a pop retried then returns the
-entries it had popped (each pop records its keys under ``pop:<id>`` for the
-retry window and a minute), so no lease is left to nobody; a push retried
+entries it had popped (each pop records its id and keys under
+``pop:<worker>``, until the worker's next pop), so no lease is left to nobody; a push retried
 then reports its URLs as seen or merged (and a merged parent counts twice in
 ``mean``).
 """
@@ -129,7 +134,7 @@ class RedisStore:
         aggregation: str = "max",
         tiebreak: str = "fifo",
         seed: int = 0,
-        lease_seconds: float = 300.0,
+        lease_seconds: float = 30.0,
         retry_seconds: float = 60.0,
     ) -> None:
         check_options(aggregation, tiebreak)
@@ -145,7 +150,8 @@ class RedisStore:
         self.retry_seconds = float(retry_seconds)
         self.requeued = 0
         self.worker = uuid.uuid4().hex[:12]
-        self.k = {name: f"{prefix}:frontier:{name}" for name in (*KEY_NAMES, "pop")}
+        self.k = {name: f"{prefix}:frontier:{name}" for name in KEY_NAMES}
+        self.k["pop"] = f"{prefix}:frontier:pop:{self.worker}"
         self._scripts = {
             name: client.register_script(getattr(redis_lua, name.upper()))
             for name in ("push", "pop", "reap", "ack", "give_back", "renew")
@@ -239,10 +245,16 @@ class RedisStore:
     def pop_many(self, n: int = 1) -> list[Popped]:
         if n <= 0:
             return []
-        # one record per call, kept through its retries: a retry after a lost reply gets the same entries
-        keys = [*self._keys("waiting", "leases", "popped", "attempts", "items"), f"{self.k['pop']}:{uuid.uuid4().hex}"]
-        record_ms = round((self.retry_seconds + 60) * 1000)
-        reply = self._call(lambda: self._scripts["pop"](keys, [n, self.lease_ms, REAP_LIMIT, record_ms]))
+        # one id per call, kept through its retries: a retry after a lost reply gets the same entries
+        keys = self._keys("waiting", "leases", "popped", "attempts", "items", "pop")
+        args: list[int | str] = [
+            n,
+            self.lease_ms,
+            REAP_LIMIT,
+            round((self.retry_seconds + 60) * 1000),
+            uuid.uuid4().hex,
+        ]
+        reply = self._call(lambda: self._scripts["pop"](keys, args))
         self._count_requeued(int(reply[0]))
         out: list[Popped] = []
         bad: list[str] = []
@@ -284,6 +296,7 @@ class RedisStore:
         done: set[bytes] = set()
         cursor = 0
         while True:
+            self.maybe_commit()  # a long re-scoring holds the reactor: keep this worker's leases alive
             cursor, pairs = self._call(partial(self._zscan, cursor))
             pairs = [(m, s) for m, s in pairs if m not in done]
             done.update(m for m, _ in pairs)
@@ -350,12 +363,20 @@ class RedisStore:
     def commit(self) -> None:
         """Nothing to do: every write is in Redis when its call returns."""
 
+    @property
+    def renew_seconds(self) -> float:
+        """How often this worker renews its leases: a third of a lease (call :meth:`maybe_commit` that often)."""
+        return self.lease_ms / 3000
+
     def maybe_commit(self) -> None:
-        """Renew this worker's leases (every third of a lease) and requeue expired ones of any worker."""
-        if self._held and time.monotonic() - self._renewed >= self.lease_ms / 3000:
-            keys, args = self._keys("waiting", "leases", "popped"), [str(self.lease_ms), *sorted(self._held)]
-            self._call(lambda: self._scripts["renew"](keys, args))
+        """Renew this worker's leases (every third of a lease) and requeue expired ones of any worker: one
+        script call either way."""
+        if self._held and time.monotonic() - self._renewed >= self.renew_seconds:
+            keys = self._keys("waiting", "leases", "popped")
+            args = [str(self.lease_ms), str(REAP_LIMIT), *sorted(self._held)]
+            self._count_requeued(int(self._call(lambda: self._scripts["renew"](keys, args))))
             self._renewed = time.monotonic()
+            return
         self.reap()
 
     def reap(self) -> int:
@@ -371,16 +392,20 @@ class RedisStore:
             logger.info("Redis frontier %s: %d expired leases went back to waiting", self.prefix, n)
 
     def close(self) -> None:
-        """Give back the leases this worker still holds (other workers fetch them), and disconnect."""
+        """Give back the leases this worker still holds (other workers fetch them), delete its pop record,
+        and disconnect."""
         if self._closed:
             return
         self._closed = True
         try:
-            if self._held and not self._gave_up:
-                self.give_back_many(sorted(self._held))
+            if not self._gave_up:
+                if self._held:
+                    self.give_back_many(sorted(self._held))
+                self._call(lambda: self.client.delete(self.k["pop"]))
         finally:
             self.client.close()
 
     def clear(self) -> int:
         """Delete this frontier from Redis (every key under the prefix); returns how many keys existed."""
-        return int(self._call(lambda: self.client.delete(*(self.k[name] for name in KEY_NAMES))))
+        pops = self._call(lambda: list(self.client.scan_iter(match=f"{self.prefix}:frontier:pop:*", count=1000)))
+        return int(self._call(lambda: self.client.delete(*(self.k[name] for name in KEY_NAMES), *pops)))

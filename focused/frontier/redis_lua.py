@@ -79,19 +79,21 @@ end
 return out
 """
 
-#: KEYS: waiting, leases, popped, attempts, items, pop (this call's record). ARGV: n, lease milliseconds,
-#: reap limit, record milliseconds. Returns {reaped, key1, score1, attempts1, item1, key2, ...}; a missing
-#: item is nil. The keys popped are recorded under KEYS[6] for a while: the same call retried after its
-#: reply was lost (Redis restarted, connection cut) returns the entries it popped then, still leased,
-#: instead of popping others and leaving those leased to nobody.
+#: KEYS: waiting, leases, popped, attempts, items, pop (this worker's record). ARGV: n, lease milliseconds,
+#: reap limit, record milliseconds, pop id. Returns {reaped, key1, score1, attempts1, item1, key2, ...}; a
+#: missing item is nil. The worker's last pop is recorded under KEYS[6] (its id, then the keys it took) for
+#: a while: the same call retried after its reply was lost (Redis restarted, connection cut) has the same
+#: id and returns the entries it popped then, still leased, instead of popping others and leaving those
+#: leased to nobody. The worker's next pop replaces the record, so a worker has one record at most.
 POP = (
     PRELUDE
     + """
 local now = now_ms()
 local done = redis.call('LRANGE', KEYS[6], 0, -1)
-if #done > 0 then
+if done[1] == ARGV[5] then
   local out = {0}
-  for _, key in ipairs(done) do
+  for i = 2, #done do
+    local key = done[i]
     if redis.call('ZSCORE', KEYS[2], key) then
       out[#out + 1] = key
       out[#out + 1] = redis.call('HGET', KEYS[3], key)
@@ -101,9 +103,11 @@ if #done > 0 then
   end
   return out
 end
+if #done > 0 then redis.call('DEL', KEYS[6]) end
 local out = {reap(now, tonumber(ARGV[3]))}
 local popped = redis.call('ZPOPMIN', KEYS[1], ARGV[1])
 local expiry = now + tonumber(ARGV[2])
+if #popped > 0 then redis.call('RPUSH', KEYS[6], ARGV[5]) end
 for i = 1, #popped, 2 do
   local key, score = popped[i], popped[i + 1]
   redis.call('ZADD', KEYS[2], expiry, key)
@@ -148,12 +152,14 @@ end
 return n
 """
 
-#: KEYS: waiting, leases, popped. ARGV: lease milliseconds, keys. Extends the leases this worker still holds.
+#: KEYS: waiting, leases, popped. ARGV: lease milliseconds, reap limit, keys. Extends the leases this worker
+#: still holds, then requeues the expired leases of any worker (one round trip for both); returns how many.
 RENEW = (
     PRELUDE
     + """
-local expiry = now_ms() + tonumber(ARGV[1])
-for i = 2, #ARGV do redis.call('ZADD', KEYS[2], 'XX', 'GT', expiry, ARGV[i]) end
-return #ARGV - 1
+local now = now_ms()
+local expiry = now + tonumber(ARGV[1])
+for i = 3, #ARGV do redis.call('ZADD', KEYS[2], 'XX', 'GT', expiry, ARGV[i]) end
+return reap(now, tonumber(ARGV[2]))
 """
 )

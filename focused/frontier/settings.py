@@ -24,6 +24,8 @@ STORE_FILE = "frontier.sqlite"
 #: The frontier file of focused before the store existed: a pickle, never loaded.
 OLD_STATE_FILE = "focused-frontier.pickle"
 STORES = ("auto", "memory", "sqlite", "redis")
+#: How long the start-up check waits for Redis to answer its PING (connect, then reply).
+PING_SECONDS = 2.0
 
 
 def check_jobdir(settings: BaseSettings, spider_name: str = "focused") -> None:
@@ -62,6 +64,32 @@ def store_name(settings: BaseSettings, jobdir: str | None) -> str:
     if name == "redis" and not settings.get("REDIS_URL"):
         raise ConfigError("FOCUSED_FRONTIER_STORE=redis needs the server: set -s REDIS_URL=redis://HOST:6379/0")
     return name
+
+
+def ping_redis(settings: BaseSettings, timeout: float = PING_SECONDS) -> None:
+    """One ``PING`` of the crawl's Redis (``REDIS_URL``, scrapy-redis's connection settings) within ``timeout``
+    seconds, no retry: a :class:`ConfigError` naming ``REDIS_URL`` if nothing answers. A crawl checks this
+    before it starts; a Redis that goes away later is retried for ``FOCUSED_REDIS_RETRY_SECONDS``."""
+    import redis
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+    from scrapy_redis.connection import get_redis_from_settings
+
+    quick = settings.copy()
+    params = {**settings.getdict("REDIS_PARAMS"), "socket_timeout": timeout, "socket_connect_timeout": timeout}
+    quick.set("REDIS_PARAMS", {**params, "retry_on_timeout": False, "retry": Retry(NoBackoff(), 0)})
+    url = settings.get("REDIS_URL")
+    try:
+        client = get_redis_from_settings(quick)
+        try:
+            client.ping()
+        finally:
+            client.close()
+    except (redis.RedisError, OSError, ValueError) as exc:
+        raise ConfigError(
+            f"REDIS_URL={url}: Redis does not answer ({exc}); start redis-server there "
+            "or give the right -s REDIS_URL=redis://HOST:PORT/DB"
+        ) from None
 
 
 def uses_redis(settings: BaseSettings) -> bool:

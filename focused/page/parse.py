@@ -30,7 +30,6 @@ from typing import Any
 from lxml import etree
 
 from focused.page.parsed import BLOCK, BREAK, LEAF_SKIP, LINK_TAGS, TEXT_SKIP, ParsedPage, normalize_text
-from focused.page.regions import HEADINGS, REGION_CONTAINERS
 from focused.page.stream import stream_page
 
 __all__ = ["parse_page"]
@@ -145,10 +144,6 @@ def _read_tree(root: etree._Element, page: ParsedPage, text: bool = True) -> Non
     leaves = page.leaves
     links: list[tuple[str, int, int] | None] = []  # in the order the links start (as Scrapy lists them)
     starts: list[tuple[int, int]] = []  # (first leaf, slot in links or -1) of each open element
-    blocks: list[int] = []  # the serials of the open containers (REGION_CONTAINERS)
-    serials = 0
-    headings = 0  # headings started so far
-    places: list[tuple[tuple[int, ...], int]] = []  # per slot: the containers around the link, headings before it
     parts: list[str] = []  # of the visible text
     hidden = 0 if text else 1  # open elements whose text is not visible (<noscript>: read for leaves only)
     title: str | None = None
@@ -161,15 +156,9 @@ def _read_tree(root: etree._Element, page: ParsedPage, text: bool = True) -> Non
                 walker.skip_subtree()
                 continue
             slot = -1
-            if tag in REGION_CONTAINERS:
-                serials += 1
-                blocks.append(serials)
-            elif tag in HEADINGS:
-                headings += 1
             if tag in LINK_TAGS and el.get("href") is not None:
                 slot = len(links)
                 links.append(None)
-                places.append((tuple(blocks), headings))
             starts.append((len(leaves), slot))
             content = el.text
             if content and not content.isspace():
@@ -192,8 +181,6 @@ def _read_tree(root: etree._Element, page: ParsedPage, text: bool = True) -> Non
                 links[slot] = (el.get("href"), start, len(leaves) - 1)
             elif tag == "base" and page.base_href is None:
                 page.base_href = el.get("href")
-            if tag in REGION_CONTAINERS:
-                blocks.pop()
             if tag in _LEAVES_ONLY:
                 hidden -= 1
             elif not hidden and tag in BLOCK:
@@ -205,7 +192,6 @@ def _read_tree(root: etree._Element, page: ParsedPage, text: bool = True) -> Non
             if not hidden and el is not root:
                 parts.append(tail)
     page.links = [link for link in links if link is not None]
-    page.places = [place for place, link in zip(places, links, strict=True) if link is not None]
     page.title = title or ""
     if text:
         page.text = normalize_text(parts)

@@ -10,8 +10,6 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from focused.page.regions import link_regions
-
 __all__ = ["BLOCK", "BREAK", "LEAF_SKIP", "LINK_TAGS", "TEXT_SKIP", "ParsedPage", "normalize_text"]
 
 #: Elements whose content is never shown to a reader (the visible text skips them).
@@ -47,10 +45,6 @@ class ParsedPage:
 
     leaves: list[str] = field(default_factory=list)
     links: list[tuple[str, int, int]] = field(default_factory=list)
-    #: where each link sits, parallel to ``links``: its open containers and the headings before it, the
-    #: input of :func:`~focused.page.regions.link_regions` (computed only when asked, by
-    #: :meth:`link_regions`); empty when the parser did not record them (the streaming fallback)
-    places: list[tuple[tuple[int, ...], int]] = field(default_factory=list)
     base_href: str | None = None
     title: str = ""
     text: str = ""
@@ -62,14 +56,9 @@ class ParsedPage:
     #: page-analysis worker computed it (:mod:`focused.analysis.worker`)
     link_ids: tuple[tuple[str, int, int], Any] | None = None
 
-    def link_regions(self) -> list[int]:
-        """The region of each link (:func:`~focused.page.regions.link_regions`); [] without places."""
-        return link_regions(self.places) if self.places else []
-
     def truncate(self, n_links: int) -> None:
         """Keep only the first ``n_links`` links (a page cut at the crawl's cap of links per page)."""
         del self.links[n_links:]
-        del self.places[n_links:]
         if self.resolved is not None:
             del self.resolved[1][n_links:]
         self.link_ids = None

@@ -3,7 +3,7 @@
 The standard library's tokenizer builds no tree and never recurses: the open elements are a
 plain list, so a page nested 100,000 levels deep keeps its text and its links. Tag soup is
 repaired more simply than libxml2 does (an end tag closes the nearest open element of its name
-among the innermost 64, or is ignored). It records no link places, so such a page is one region.
+among the innermost 64, or is ignored).
 """
 
 from __future__ import annotations

@@ -1,7 +1,9 @@
 """What ``focused report`` shows, read from one crawl database (Scrapy-free).
 
 * the curves: harvest (mean Pr(c*|v) so far, and over the last pages) and
-  loss (irrelevant pages so far: by the critic's verdict, or by hand labels);
+  loss (irrelevant pages so far: by the critic's verdict, or by hand labels),
+  beside a baseline crawl's loss judged the same way when one is given, and,
+  with hand labels, the loss of a crawl that ignores the topic;
 * the most relevant pages, pages per host;
 * what was skipped or refused, and why (the crawl's final stats, stored in the
   database when the crawl closed);
@@ -40,6 +42,10 @@ REASONS = {
     "retry/max_reached": "given up after retries",
     "focused/db/error": "crawl database writer error",
 }
+#: Scrapy's count of ignored responses per status: shown as the breakdown of ``focused/ignored_responses``.
+IGNORED_STATUS = "httperror/response_ignored_status_count/"
+#: Counted again under the stat of what refused the request (robots.txt, policy): not a download error.
+NOT_REASONS = frozenset({"downloader/exception_type_count/scrapy.exceptions.IgnoreRequest"})
 
 
 @dataclass(frozen=True)
@@ -67,6 +73,24 @@ class Choice:
         return None if self.priority is None or self.seed else priority_to_score(self.priority)
 
 
+@dataclass(frozen=True)
+class Baseline:
+    """Another crawl's loss curve, judged as this crawl's is (same labels, or same threshold on its critic)."""
+
+    path: Path
+    strategy: str
+    loss: list[int]
+
+
+def cumulative(relevant: list[bool]) -> list[int]:
+    """Irrelevant pages after each page."""
+    out, lost = [], 0
+    for ok in relevant:
+        lost += not ok
+        out.append(lost)
+    return out
+
+
 @dataclass
 class ReportData:
     path: Path
@@ -78,6 +102,9 @@ class ReportData:
     stats: dict[str, Any] = field(default_factory=dict)
     choices: list[Choice] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
+    baseline: Baseline | None = None
+    #: with hand labels: the share of the labelled pages that are on topic (a crawl ignoring the topic finds as many)
+    labelled_on_topic: float | None = None
 
     def harvest(self) -> list[float]:
         out, total = [], 0.0
@@ -96,12 +123,7 @@ class ReportData:
 
     def cumulative_loss(self) -> list[int]:
         """Irrelevant pages after each page: by the labels when given, else by the critic's verdict."""
-        relevant = self.true_relevant or [p.relevance >= self.threshold for p in self.pages]
-        out, lost = [], 0
-        for ok in relevant:
-            lost += not ok
-            out.append(lost)
-        return out
+        return cumulative(self.true_relevant or [p.relevance >= self.threshold for p in self.pages])
 
     def top_pages(self, n: int = 20) -> list[PageRecord]:
         return sorted(self.pages, key=lambda p: (-p.relevance, p.fetch_order))[:n]
@@ -113,20 +135,32 @@ class ReportData:
         return [(h, n, relevant[h]) for h, n in pages.most_common()]
 
     def reasons(self) -> list[tuple[str, str, Any]]:
-        """``(stat, meaning, value)`` for the stats that say what was skipped or refused."""
+        """``(stat, meaning, value)`` for the stats that say what was skipped or refused, each count once."""
+        statuses = {k.removeprefix(IGNORED_STATUS): v for k, v in self.stats.items() if k.startswith(IGNORED_STATUS)}
+        folded = "focused/ignored_responses" in self.stats
         rows = []
         for key in sorted(self.stats):
+            if key in NOT_REASONS or (folded and key.startswith(IGNORED_STATUS)):
+                continue
             for prefix, meaning in REASONS.items():
                 if key == prefix or (prefix.endswith("/") and key.startswith(prefix)):
+                    if key == "focused/ignored_responses" and statuses:
+                        meaning += " (" + ", ".join(f"HTTP {s}: {n}" for s, n in sorted(statuses.items())) + ")"
                     rows.append((key, meaning, self.stats[key]))
                     break
         return rows
 
 
 def load_report(
-    path: str | Path, *, threshold: float = 0.5, labels: Path | None = None, explain: int = 6
+    path: str | Path,
+    *,
+    threshold: float = 0.5,
+    labels: Path | None = None,
+    explain: int = 6,
+    baseline: Path | None = None,
 ) -> ReportData:
-    """Read the crawl database ``path`` (:class:`~focused.crawldb.CrawlDBError` if it is not one)."""
+    """Read the crawl database ``path`` (and ``baseline``, another crawl to compare it with);
+    :class:`~focused.crawldb.CrawlDBError` if one is not a crawl database."""
     path = Path(path)
     meta = read_meta(path)
     pages = list(iter_pages(path))
@@ -134,14 +168,35 @@ def load_report(
     if not data.stats:
         data.notes.append("this crawl stored no final stats (it was written by an earlier version, or was killed)")
     critic, topic = _critic(meta, data.notes)
+    table: dict[str, str] | None = None
     if labels is not None:
-        from focused.replay.labels import first_fetches_on_topic, read_labels
+        from focused.replay.labels import read_labels
 
         table, _ = read_labels(labels)
         prefixes = tuple(meta.get("topic_classes") or [meta.get("topic", "")])
         on_topic = topic.matches if topic is not None else prefixes.__contains__
-        data.true_relevant = first_fetches_on_topic([p.url for p in pages], table, on_topic)
+        if table:
+            data.labelled_on_topic = sum(map(on_topic, table.values())) / len(table)
+
+    def judge(crawled: list[PageRecord]) -> list[bool]:
+        """Relevant or not: by the labels (distinct pages on topic) when given, else by the critic's verdict."""
+        if table is None:
+            return [p.relevance >= threshold for p in crawled]
+        from focused.replay.labels import first_fetches_on_topic
+
+        return first_fetches_on_topic([p.url for p in crawled], table, on_topic)
+
+    if table is not None:
+        data.true_relevant = judge(pages)
         data.labels_used = True
+    if baseline is not None:
+        other = read_meta(baseline)
+        if other.get("topic") != meta.get("topic"):
+            data.notes.append(
+                f"the baseline {baseline} crawled topic {other.get('topic')!r}, not {meta.get('topic')!r}"
+            )
+        strategy = str(other.get("strategy") or "baseline")
+        data.baseline = Baseline(baseline, strategy, cumulative(judge(list(iter_pages(baseline)))))
     data.choices = _choices(path, pages, critic, topic, explain)
     return data
 

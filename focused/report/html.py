@@ -1,7 +1,10 @@
 """``focused report``'s page: one self-contained HTML file (plots inlined as base64 PNG, no external resources).
 
-The loss plot is drawn by the benchmark's own plotting code
-(:func:`focused.bench.report.plot`), given this one crawl as its only run.
+The harvest axis is scaled to the curve (a harvest of 0.06 is not a flat line
+at the bottom of 0..1). The loss plot puts the crawl beside references: every
+page irrelevant (y = x), a crawl that ignores the topic (with hand labels: it
+finds the labelled pages' share of on-topic pages), and a baseline crawl when
+one is given (``--baseline``).
 """
 
 from __future__ import annotations
@@ -21,8 +24,10 @@ h1{font-size:1.5em}h2{font-size:1.2em;margin-top:2em;border-bottom:1px solid #cc
 table{border-collapse:collapse;margin:.5em 0}td,th{border:1px solid #ddd;padding:3px 8px;text-align:left;
 vertical-align:top}th{background:#f4f4f4}td.n{text-align:right;font-variant-numeric:tabular-nums}
 .plots img{max-width:100%;border:1px solid #eee;margin:.3em 0}.note{color:#875}code{font-size:90%}
-a{color:#1a5;word-break:break-all}
+a{color:#1a5;overflow-wrap:anywhere}td.u{min-width:10em}td.w{min-width:11em}.nw{white-space:nowrap}
 """
+#: URLs longer than this are shown shortened in the middle (the link and its tooltip keep the whole URL).
+URL_CHARS = 64
 
 
 def _e(value: Any) -> str:
@@ -37,6 +42,11 @@ def _png(path: Path) -> str:
     return "data:image/png;base64," + base64.b64encode(path.read_bytes()).decode("ascii")
 
 
+def harvest_top(values: list[float]) -> float:
+    """The harvest axis' upper end: a little above the curve's highest point, at most 1."""
+    return min(1.0, max(0.05, 1.15 * max(values, default=0.0)))
+
+
 def plots(data: ReportData) -> list[tuple[str, str]]:
     """``(caption, data URI)`` of the harvest and loss plots."""
     import matplotlib
@@ -44,36 +54,63 @@ def plots(data: ReportData) -> list[tuple[str, str]]:
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    from focused.bench.report import plot as bench_plot
-
     out: list[tuple[str, str]] = []
     if not data.pages:
         return out
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp)
-        x = range(1, len(data.pages) + 1)
+        n = len(data.pages)
+        x = range(1, n + 1)
+        harvest, recent = data.harvest(), data.recent_harvest()
         fig, ax = plt.subplots(figsize=(8, 3.2))
-        ax.plot(x, data.harvest(), label="harvest so far (mean Pr(c*|v))")
-        ax.plot(x, data.recent_harvest(), label="last 50 pages", alpha=0.6)
-        ax.set_ylim(0, 1)
+        ax.plot(x, harvest, label="harvest so far (mean Pr(c*|v))")
+        ax.plot(x, recent, label="last 50 pages", alpha=0.6)
+        ax.set_ylim(0, harvest_top(harvest + recent))
+        ax.set_xlim(1, max(n, 2))
         ax.set_xlabel("pages fetched")
         ax.set_ylabel("harvest")
+        ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
         fig.tight_layout()
         fig.savefig(folder / "harvest.png", dpi=100)
         plt.close(fig)
         out.append(("Harvest: the critic's mean relevance of the pages fetched so far", _png(folder / "harvest.png")))
+
         how = "hand labels" if data.labels_used else f"the critic, Pr(c*|v) < {data.threshold:g}"
-        strategy = str(data.meta.get("strategy", "crawl"))
-        topic = str(data.meta.get("topic", ""))
-        run = {"track": "crawl", "ok": True, "topic": topic, "strategy": strategy}
-        result = {
-            "summary": {"crawl": {}},
-            "runs": [{**run, "cumulative_loss": data.cumulative_loss()}],
-            "config": {"strategies": [strategy]},
-        }
-        for path in bench_plot(result, folder, what="labels" if data.labels_used else "critic"):
-            out.append((f"Loss: irrelevant pages fetched so far (by {how})", _png(path)))
+        fig, ax = plt.subplots(figsize=(8, 3.6))
+        ax.plot(x, data.cumulative_loss(), label=f"this crawl ({data.meta.get('strategy', '?')})", linewidth=2)
+        if data.baseline is not None:
+            base = data.baseline.loss
+            ax.plot(
+                range(1, len(base) + 1), base, label=f"baseline: {data.baseline.path.name} ({data.baseline.strategy})"
+            )
+        longest = max(n, len(data.baseline.loss) if data.baseline else 0)
+        ends = [1, longest]
+        if data.labelled_on_topic is not None:
+            share = data.labelled_on_topic
+            ax.plot(
+                ends,
+                [(1 - share) * e for e in ends],
+                linestyle="--",
+                color="0.45",
+                label=f"a crawl that ignores the topic ({100 * share:.1f}% of the labelled pages are on topic)",
+            )
+        ax.plot(ends, ends, linestyle=":", color="0.6", label="every page irrelevant (y = x)")
+        ax.set_xlim(1, max(longest, 2))
+        ax.set_ylim(0, longest)
+        ax.set_xlabel("pages fetched")
+        ax.set_ylabel("irrelevant pages")
+        ax.grid(alpha=0.3)
+        ax.legend(fontsize=8, loc="upper left")
+        fig.tight_layout()
+        fig.savefig(folder / "loss.png", dpi=100)
+        plt.close(fig)
+        beside = [f"the baseline {data.baseline.path.name} ({data.baseline.strategy})"] if data.baseline else []
+        if data.labelled_on_topic is not None:
+            beside.append("a crawl that ignores the topic")
+        beside.append("every page irrelevant (y = x)")
+        caption = f"Loss: irrelevant pages fetched so far (by {how}), beside {', '.join(beside)}; lower is better"
+        out.append((caption, _png(folder / "loss.png")))
     return out
 
 
@@ -119,13 +156,17 @@ def _time(stamp: Any) -> str:
 
 
 def _link(url: str | None) -> str:
-    return f"<a href='{_e(url)}'>{_e(url)}</a>" if url else "–"
+    """A URL cell's content: the link, its text shortened to :data:`URL_CHARS` (the tooltip has it all)."""
+    if not url:
+        return "–"
+    shown = url if len(url) <= URL_CHARS else f"{url[: URL_CHARS - 25]}…{url[-24:]}"
+    return f"<a href='{_e(url)}' title='{_e(url)}'>{_e(shown)}</a>"
 
 
 def _top_pages(data: ReportData) -> str:
     rows = [
         f"<tr><td class=n>{p.fetch_order}<td class=n>{p.relevance:.3f}<td>{_e(p.predicted_class)}"
-        f"<td>{_e(p.title)}<td>{_link(p.url)}"
+        f"<td>{_e(p.title)}<td class=u>{_link(p.url)}"
         for p in data.top_pages()
     ]
     head = "<tr><th>fetched #<th>Pr(c*|v)<th>class<th>title<th>URL"
@@ -160,12 +201,12 @@ def _choices(choices: list[Choice]) -> str:
     )
     rows = []
     for c in choices:
-        words = ", ".join(f"{_e(f)} ({s:.2f})" for f, s in c.features) or "–"
+        words = ", ".join(f"<span class=nw>{_e(f)} ({s:.2f})</span>" for f, s in c.features) or "–"
         rows.append(
-            f"<tr><td class=n>{c.fetch_order}<td>{_link(c.url)}<td class=n>{c.relevance:.3f}"
-            f"<td class=n>{_f(c.frontier_score)}<td class=n>{_f(c.link_score)}<td>{_link(c.parent)}"
+            f"<tr><td class=n>{c.fetch_order}<td class=u>{_link(c.url)}<td class=n>{c.relevance:.3f}"
+            f"<td class=n>{_f(c.frontier_score)}<td class=n>{_f(c.link_score)}<td class=u>{_link(c.parent)}"
             f"<td class=n>{_f(c.parent_relevance)}<td>{_e(c.anchor) or '–'}<td class=n>{_f(c.anchor_relevance)}"
-            f"<td>{words}"
+            f"<td class=w>{words}"
         )
     head = (
         "<tr><th>fetched #<th>page<th>Pr(c*|v)<th>frontier score<th>link score<th>linked from<th>Pr(c*|u)"

@@ -8,7 +8,11 @@ task, and asyncio logs it with a full traceback. This command retrieves the
 error from the task itself and logs its message, which already names the file
 or argument and says what to do; the exit code stays 1. Any other error keeps
 its traceback. A crawl stopped because its shared frontier became unreachable
-(Redis gone) or because its crawl database writer failed also exits with 1.
+(Redis gone) or because its crawl database writer failed also exits with 1, and
+so does a crawl that stored no page because none of its seeds could be fetched
+(refused, unreachable, an HTTP error): it ends with one line naming each seed,
+why, and the setting to change
+(:class:`~focused.spiders.seedreport.SeedReport`).
 
 Before any of that, every spider argument and ``FOCUSED_*`` setting is checked
 (:func:`focused.settings.validation.validate`): a bad one is one line on stderr and exit 1,
@@ -21,6 +25,7 @@ import asyncio
 import logging
 import sys
 import time
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -41,22 +46,37 @@ logger = logging.getLogger("focused")
 #: Errors whose message is the whole story.
 USER_ERRORS = (ConfigError, ModelFileError)
 #: Why a crawl that started may have stopped early for a reason already logged (the exit code is then 1).
-FAILED_REASONS = ("frontier_unavailable", "crawldb_failed")
+FAILED_REASONS = ("frontier_unavailable", "crawldb_failed", "warc_failed")
 
 
 class Command(ScrapyCrawlCommand):
+    def long_desc(self) -> str:
+        """``scrapy crawl -h``: how to run the focused spider and how to read its log (docs/troubleshooting.md)."""
+        return (
+            "Run a spider. The focused crawler: scrapy crawl focused -a topic=NAME -a seeds=URL[,URL...] "
+            "[-a strategy=apprentice|baseline|bfs] [-a max_pages=N] [-a db=FILE] [-s JOBDIR=DIR]; every -a is a "
+            "FOCUSED_* setting (docs/settings.md). Every FOCUSED_LOG_EVERY pages the log has a progress line: "
+            "pages= pages labelled so far; harvest= the critic's mean Pr(topic|page) over them; "
+            "loss= one minus the harvest; recent_harvest= the same over the pages since the last line; "
+            "relevant= pages with Pr(topic|page) >= "
+            "FOCUSED_RELEVANCE_THRESHOLD; frontier= URLs waiting. The crawl ends with a summary: why it stopped, "
+            "pages stored, harvest, relevant pages (and by which rule), the crawl database, the command that "
+            "writes its report and, with JOBDIR, the command that resumes it (docs/troubleshooting.md, The log)."
+        )
+
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         """Check every argument and setting before Scrapy starts: a bad one is one line on stderr, exit 1."""
         super().process_options(args, opts)
         if args[:1] != ["focused"] or not self.settings:
             return
-        from focused.settings.scrapyd import SCRAPYD_ARGUMENTS
+        from focused.settings.scrapyd import SCRAPYD_ARGUMENTS, for_scrapyd
 
         try:
             validate(self.settings, opts.spargs, ignore_args=tuple(SCRAPYD_ARGUMENTS))
         except ConfigError as exc:
-            print(f"error: {exc}", file=sys.stderr)
-            _to_log_file(self.settings.get("LOG_FILE"), str(exc))
+            message = for_scrapyd(str(exc)) if "_job" in opts.spargs else str(exc)  # Scrapyd's user typed -d
+            print(f"error: {message}", file=sys.stderr)
+            _to_log_file(self.settings.get("LOG_FILE"), message)
             sys.exit(1)
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
@@ -65,39 +85,67 @@ class Command(ScrapyCrawlCommand):
         assert self.crawler_process
         crawler = self._create_crawler(args[0])
         started = self.crawler_process.crawl(crawler, **opts.spargs)
-        report_user_errors(started)
+        report_user_errors(started, scrapyd="_job" in opts.spargs)
         self.crawler_process.start()
-        stats = crawler.stats
-        stopped = bool(stats) and (
+        try:
+            stats = crawler.stats
+        except RuntimeError:  # the crawl failed to start (its one error line is logged): no stats
+            stats = None
+        stopped = stats is not None and (
             stats.get_value("finish_reason") in FAILED_REASONS or bool(stats.get_value("focused/db/error"))
         )
-        if self.crawler_process.bootstrap_failed or stopped:
+        if self.crawler_process.bootstrap_failed or stopped or stats is None:
+            self.exitcode = 1
+        elif (line := _nothing_fetched(crawler)) is not None:
+            if "_job" in opts.spargs:  # Scrapyd's user typed -d
+                from focused.settings.scrapyd import for_scrapyd
+
+                line = for_scrapyd(line)
+            print(f"error: {line}", file=sys.stderr)
+            _to_log_file(crawler.settings.get("LOG_FILE"), line)
             self.exitcode = 1
 
 
-def report_user_errors(started: Any) -> None:
-    """Log a :data:`USER_ERRORS` error of a starting crawl as one line (asyncio task or Deferred)."""
+def report_user_errors(started: Any, *, scrapyd: bool = False) -> None:
+    """Log a :data:`USER_ERRORS` error of a starting crawl as one line (asyncio task or Deferred);
+    ``scrapyd``: in the words of a Scrapyd user (``-d NAME=VALUE``)."""
     if isinstance(started, asyncio.Future):
-        started.add_done_callback(_log_task_error)
+        started.add_done_callback(partial(_log_task_error, scrapyd=scrapyd))
     elif isinstance(started, Deferred):
-        started.addErrback(_log_failure)
+        started.addErrback(_log_failure, scrapyd=scrapyd)
 
 
-def _log_task_error(task: asyncio.Future[Any]) -> None:
+def _user_line(exc: BaseException | None, scrapyd: bool) -> str:
+    from focused.settings.scrapyd import for_scrapyd
+
+    return for_scrapyd(str(exc)) if scrapyd else str(exc)
+
+
+def _log_task_error(task: asyncio.Future[Any], *, scrapyd: bool = False) -> None:
     if task.cancelled():
         return
     exc = task.exception()  # retrieved here, so asyncio does not log it again
     if isinstance(exc, USER_ERRORS):
-        logger.error("%s", exc)
+        logger.error("%s", _user_line(exc, scrapyd))
     elif exc is not None:
         logger.error("the crawl failed to start", exc_info=exc)
 
 
-def _log_failure(failure: Failure) -> Failure | None:
+def _log_failure(failure: Failure, *, scrapyd: bool = False) -> Failure | None:
     if failure.check(*USER_ERRORS):
-        logger.error("%s", failure.value)
+        logger.error("%s", _user_line(failure.value, scrapyd))
         return None
     return failure
+
+
+def _nothing_fetched(crawler: Any) -> str | None:
+    """The error line of a crawl that stored no page because none of its seeds could be fetched, else None
+    (:class:`~focused.spiders.seedreport.SeedReport`)."""
+    report = getattr(getattr(crawler, "spider", None), "seed_report", None)
+    if report is None:
+        return None
+    line: str | None = report.failure_line(int(crawler.stats.get_value("focused/pages", 0)))
+    return line
 
 
 def _to_log_file(path: str | None, message: str) -> None:

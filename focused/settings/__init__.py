@@ -40,6 +40,9 @@ SPIDER_MIDDLEWARES = {
     "focused.spidermiddlewares.restrict.RestrictToCrawlMiddleware": 960,
 }
 DOWNLOADER_MIDDLEWARES = {
+    # Scrapy's, with a robots.txt whose host does not answer said in one line, not a traceback
+    "scrapy.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": None,
+    "focused.downloadermiddlewares.robotstxt.RobotsTxtMiddleware": 100,
     "focused.downloadermiddlewares.replayproxy.ReplayProxyMiddleware": 740,
     # After the proxy middlewares (a proxied request is checked by its target's name), before the
     # redirect middlewares in process_response (a redirect from an internal address is refused).
@@ -64,7 +67,12 @@ EXTENSIONS = {
     "focused.extensions.reactorlag.ReactorLag": 540,
     "focused.extensions.intelligent.IntelligentFeedback": 550,
     "focused.extensions.gctuning.GarbageCollection": 560,
+    "focused.extensions.warcwriter.WarcWriter": 570,
+    "focused.extensions.summary.CrawlSummary": 580,
 }
+# The crawl ends with a short summary (focused.extensions.summary), not Scrapy's 70 lines of stats: those are
+# in the log at DEBUG, in the crawl database, and in FOCUSED_STATS_FILE (-s STATS_DUMP=True brings them back).
+STATS_DUMP = False
 
 # Spider output is processed by CONCURRENT_ITEMS asyncio workers created per
 # response; our items and requests are cheap, and 100 workers per page cost

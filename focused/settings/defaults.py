@@ -2,8 +2,8 @@
 
 Components read these through ``crawler.settings`` (typed getters); the
 project settings module merges them in, so a value set with ``-s`` or in a
-spider's ``custom_settings`` wins. The README has the same table with the
-meaning of each.
+spider's ``custom_settings`` wins. The ``#:`` comment above each setting is its
+documentation: ``focused settings-doc`` writes docs/settings.md from them.
 """
 
 from __future__ import annotations
@@ -37,7 +37,9 @@ FOCUSED_TIEBREAK = "fifo"
 FOCUSED_SEED = 0
 #: Relevance at or above which a page counts as relevant in stats and logs.
 FOCUSED_RELEVANCE_THRESHOLD = 0.5
-#: Stop after this many pages have been labelled (0 = no limit).
+#: Store exactly this many pages, then stop (0 = no limit). Responses fetched: these pages, plus those that
+#: store no page (robots.txt, HTTP errors, redirects); requests still queued when it closes are not fetched.
+#: Workers of one Redis frontier share it (and may each fetch, unstored, what was on the wire when it closed).
 FOCUSED_MAX_PAGES = 0
 #: Log harvest and loss every this many pages (0 = never).
 FOCUSED_LOG_EVERY = 100
@@ -61,7 +63,8 @@ FOCUSED_DB_COMMIT_SECONDS = 1.0
 FOCUSED_REPLAY_PROXY = ""
 #: Internal addresses (loopback, private, link-local, their IPv6 forms) are refused for every request,
 #: redirects and meta refreshes included, except these: comma-separated CIDR networks, addresses or host
-#: names, each optionally with ``:port`` (``127.0.0.0/8,::1``, ``127.0.0.1:8080``, ``intranet.example``).
+#: names, each optionally with ``:port`` (``127.0.0.0/8,::1``, ``127.0.0.1:8080``, ``intranet.example``);
+#: not a yes/no value (``true`` is refused).
 #: A configured proxy (FOCUSED_REPLAY_PROXY) is trusted; its targets are checked by name.
 FOCUSED_ALLOW_INTERNAL = ""
 #: Crawler traps. Query and ``;path`` parameters dropped from outlinks (session ids; case-insensitive,
@@ -97,15 +100,9 @@ FOCUSED_STATS_FILE = ""
 FOCUSED_APPRENTICE_MODEL = ""
 #: Pages per batch of online relevance feedback (the paper's B): instances
 #: are added, and the model retrained, when a batch completes.
-#: 50 helped on WebKB (loss -4%/-7% at 100/250 pages) but hurt on the Wikipedia
-#: track (+11%/+10%); 200 is neutral on both, so it stays the default.
 FOCUSED_APPRENTICE_BATCH = 200
 #: Instances the apprentice needs (both buckets non-empty) before it switches in.
 FOCUSED_APPRENTICE_MIN_INSTANCES = 200
-#: Gate the switch-in: a fitted apprentice serves links only while its held-out log-loss
-#: (each batch scored before it is learned) beats the critic's calibrated views
-#: (focused.learning.apprentice.gate); needs FOCUSED_APPRENTICE_ANCHOR_CRITIC. False switches in at once.
-FOCUSED_APPRENTICE_GATE = False
 #: Largest DOM offset |d| of the <t,d> link features.
 FOCUSED_APPRENTICE_DMAX = 5
 #: Add the critic's top classes of the source page, with their prefixes (§3.8).
@@ -117,63 +114,29 @@ FOCUSED_APPRENTICE_CLASS_FEATURES = False
 FOCUSED_APPRENTICE_ANCHOR_CRITIC = True
 #: Before switch-in: priority = sigmoid((1-w)*logit Pr(c*|u) + w*logit Pr(c*|anchor)).
 FOCUSED_APPRENTICE_ANCHOR_WEIGHT = 0.7
-#: Keep the critic's views as a fixed offset that the apprentice only corrects: a model's
-#: logit = the prior's logit above + a learned correction (link context, views), shrunk towards 0
-#: with strength FOCUSED_APPRENTICE_OFFSET_PENALTY (focused.learning.apprentice.offset_fit); needs
-#: FOCUSED_APPRENTICE_ANCHOR_CRITIC. False: the views are ordinary stacked features.
-FOCUSED_APPRENTICE_OFFSET = False
-#: lambda of the offset's correction: a Gaussian prior of variance 1/lambda on each of its weights.
-FOCUSED_APPRENTICE_OFFSET_PENALTY = 10.0
-#: With the offset, the correction may also re-weigh the critic's two views (False: the <t,d> evidence
-#: alone corrects the prior; bench variant apprentice:offset+views).
-FOCUSED_APPRENTICE_OFFSET_VIEWS = False
-#: Hold out the calibration's folds by target page (all the links to one page in one fold), so that
-#: a popular target's anchor words are never both in a fold's training counts and in the fold;
-#: False: round robin over the instances (bench variant apprentice:offset+grouped).
-FOCUSED_APPRENTICE_GROUPED_FOLDS = False
 #: Exploration bonus beta (logit units; 0: off): a link's logit gains beta * decay * novelty, novelty the
 #: mean over its <t,d> features of 1/sqrt(1 + instances holding the feature) (focused.learning.apprentice.explore),
 #: so links whose context the apprentice has no evidence on get tried (bench variant apprentice:exploreN).
 FOCUSED_APPRENTICE_EXPLORE = 0.0
 #: Half-life H of the exploration bonus in pages: decay = H / (H + pages fetched); 0: no decay.
 FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE = 0.0
-#: Scale the exploration bonus by the off-topic share of the last 50 pages judged (bench variant adaptive).
-FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE = False
 #: Sibling feedback gamma (logit units; 0: off): a link's logit gains gamma * (logit q_u - logit p),
 #: q_u the smoothed mean relevance of the pages its source page u led to so far, p the crawl's
 #: (focused.learning.apprentice.siblings; bench variants apprentice:siblingsN, apprentice:nosiblings). On by
-#: default with the spread damping below: +4.8 / +6.0 points on WebKB at 100 / 250 pages, level on
-#: Wikipedia at 100 / 250 / 500 / 1,000 (README, Results).
+#: default, with the spread damping below.
 FOCUSED_APPRENTICE_SIBLINGS = 2.0
 #: Pseudo-count m of the sibling feedback: judged children that weigh as much as the crawl's mean.
 FOCUSED_APPRENTICE_SIBLINGS_PSEUDO = 2.0
-#: Compare a source page's judged children with the critic's views of their links (the prior's scores)
-#: rather than with the crawl's mean relevance (bench variant expected).
-FOCUSED_APPRENTICE_SIBLINGS_EXPECTED = False
-#: Fit the sibling weight during the crawl (at most FOCUSED_APPRENTICE_SIBLINGS): how much the term
-#: adds to the critic's views in predicting the judged links' targets (bench variant learned).
-FOCUSED_APPRENTICE_SIBLINGS_LEARNED = False
 #: s of the sibling term's damping (0: off): a source's term is scaled by 1 / (1 + (sd / s)^2), sd the
 #: standard deviation of the critic's anchor logits over its links (bench variant spreadN).
 FOCUSED_APPRENTICE_SIBLINGS_SPREAD = 2.0
-#: Each region of a page (a list, the links under one heading: focused.page.regions) is a source of
-#: its own in the sibling feedback, rather than the whole page (bench variant regions).
-FOCUSED_APPRENTICE_SIBLINGS_REGIONS = False
-#: The sibling term lowers links too (a source whose judged children were off topic more often than the
-#: crawl's pages); False: it only lifts (bench variant lift).
-FOCUSED_APPRENTICE_SIBLINGS_LOWER = True
 #: With an exploration bonus or sibling feedback, the waiting URLs are re-scored every this many
 #: pages, the learner's batches aside (bench variant apprentice:refreshN).
 FOCUSED_APPRENTICE_REFRESH_PAGES = 50
-#: ... during the first this many pages only (0: the whole crawl). Later the frontier is re-scored at each
-#: retrain (every FOCUSED_APPRENTICE_BATCH pages), with the terms of the moment: a re-scoring every 50 pages
-#: of a large frontier cost the default a third of its speed (bench variant apprentice:untilN).
+#: ... during the first this many pages only (0: the whole crawl). Later the frontier is re-scored only at
+#: each retrain (every FOCUSED_APPRENTICE_BATCH pages), with the terms of the moment: a large frontier is
+#: slow to re-score (bench variant apprentice:untilN).
 FOCUSED_APPRENTICE_REFRESH_UNTIL = 500
-#: LOW/HIGH bucketing of the target's relevance: ``equal-prob`` (the paper's
-#: equally probable intervals: the median of the relevances seen so far) or
-#: ``fixed`` (FOCUSED_APPRENTICE_THRESHOLD).
-FOCUSED_APPRENTICE_BINNING = "equal-prob"
-FOCUSED_APPRENTICE_THRESHOLD = 0.5
 #: Additive smoothing of the apprentice's naive Bayes.
 FOCUSED_APPRENTICE_ALPHA = 0.1
 #: Only follow links to URLs fetched by an earlier crawl (its crawl database):
@@ -194,9 +157,10 @@ REDIS_URL = ""
 #: Keys of the shared frontier are ``<prefix>:frontier:...``; empty: the spider's name.
 #: Workers of one crawl use the same prefix; a new crawl, a new prefix.
 FOCUSED_REDIS_PREFIX = ""
-#: A popped URL not acknowledged within this many seconds (its worker died) goes back to waiting;
-#: a live worker renews its leases.
-FOCUSED_REDIS_LEASE_SECONDS = 300.0
+#: A popped URL whose worker neither acknowledged nor renewed it for this many seconds (the worker was
+#: killed, or blocked or cut off from Redis that long) goes back to waiting for another worker. A live
+#: worker renews its leases every third of this, so a slow download stays with it.
+FOCUSED_REDIS_LEASE_SECONDS = 30.0
 #: Redis unreachable: retry with backoff this long, then stop the worker with one error line.
 FOCUSED_REDIS_RETRY_SECONDS = 60.0
 #: An idle worker waits this long for new URLs before it closes (it always waits while others hold leases);
@@ -258,3 +222,17 @@ FOCUSED_MARKINES_K = 500
 FOCUSED_MARKINES_BATCH = 200
 FOCUSED_MARKINES_MIN_INSTANCES = 200
 FOCUSED_MARKINES_THRESHOLD = 0.5
+
+#: The job directory (like ``JOBDIR``, and it wins over it): frontier, apprentice checkpoints and which crawl
+#: database the job writes. Under Scrapyd, which gives every job a new ``JOBDIR`` of its own, this is what makes a job
+#: resumable: schedule again with the same ``-d jobdir=DIR`` and it continues (docs/deploy.md). Empty: ``JOBDIR``.
+FOCUSED_JOBDIR = ""
+#: Write the crawl's pages to WARC files in this folder (``<job>-<NNNNN>.warc.gz``: a ``request`` and a ``response``
+#: record per page, headers and body as Scrapy received them, the body decompressed; docs/output.md). A file being
+#: written ends in ``.open`` and is renamed when complete. Empty: no WARC files.
+FOCUSED_WARC = ""
+#: A WARC file is completed, and the next one begun, once it holds this many (compressed) bytes.
+FOCUSED_WARC_MAX_BYTES = 1_000_000_000
+#: Which pages go to the WARC files: ``all`` the pages the crawl labels (those of the crawl database), or
+#: ``relevant``, only those the critic (or the predicate) judged relevant.
+FOCUSED_WARC_PAGES = "all"

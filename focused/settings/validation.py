@@ -5,7 +5,8 @@
 status 1 and one line that names the argument as the user gave it
 (``-a max_pages=-3`` or ``FOCUSED_APPRENTICE_BATCH=0``), the bad value and what
 is valid. Checks that load files (the critic for the topic, the apprentice, a
-crawl database) come last, so a mistyped number is reported at once.
+crawl database) come last, so a mistyped number is reported at once; with
+the frontier in Redis, one ``PING`` of ``REDIS_URL`` (2 s at most) ends them.
 
 :data:`SPECS` has one entry per setting of :mod:`focused.settings.defaults` (a test
 checks it); a ``FOCUSED_*`` name that is neither there nor a default is a typo
@@ -17,6 +18,7 @@ and gets the nearest names. Strategy names come from the strategy registry
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -58,8 +60,11 @@ ARGUMENT_SETTINGS = {
     "predicate": "FOCUSED_PREDICATE",
     "knowledge": "FOCUSED_INTELLIGENT_LOAD",
     "save_knowledge": "FOCUSED_INTELLIGENT_SAVE",
+    "jobdir": "FOCUSED_JOBDIR",
 }
 
+#: The setting -> the spider argument that sets it.
+ARGUMENT_OF = {setting: argument for argument, setting in ARGUMENT_SETTINGS.items()}
 
 # ---------------------------------------------------------------------- seeds (the spider reads them with these)
 
@@ -69,8 +74,17 @@ def parse_seeds(text: str) -> list[str]:
     seeds = [s.strip() for chunk in text.split(",") for s in chunk.split() if s.strip()]
     bad = [s for s in seeds if urlsplit(s).scheme not in ("http", "https") or not urlsplit(s).netloc]
     if bad:
-        raise ConfigError(f"seeds must be http(s) URLs; not: {', '.join(bad)}")
+        # a bare host name (www.x.edu, localhost:8000/a) lacks only its scheme
+        bare = [
+            b for b in bad if "://" not in b and "@" not in b and _looks_like_host(urlsplit(f"http://{b}").hostname)
+        ]
+        hint = f" (did you mean {', '.join(f'http://{b}' for b in bare)}?)" if bare else ""
+        raise ConfigError(f"seeds must be http(s) URLs; not: {', '.join(bad)}{hint}")
     return seeds
+
+
+def _looks_like_host(host: str | None) -> bool:
+    return bool(host) and ("." in str(host) or host == "localhost")
 
 
 def read_seeds_file(path: str) -> list[str]:
@@ -86,7 +100,7 @@ def _seeds(value: Any, ctx: Context) -> None:
     try:
         parse_seeds(as_text(value))
     except ConfigError as exc:
-        raise Invalid(f"expected comma-separated http(s) URLs; {exc}") from None
+        raise Invalid(str(exc)) from None
 
 
 def _seeds_in_file(raw: str, ctx: Context) -> None:
@@ -140,8 +154,11 @@ def _critic(value: Any, ctx: Context) -> None:
     from focused.learning.critic.load import load_critic
     from focused.paths import load_model
 
+    if ctx.loaded.get("critic_file") == as_text(value):  # loaded already (a predicate's class names)
+        return
     try:
         ctx.loaded["critic"], _ = load_model(as_text(value), load_critic)
+        ctx.loaded["critic_file"] = as_text(value)
     except ModelError as exc:
         raise Invalid(f"expected a critic model file (.npz); {exc}") from None
 
@@ -163,7 +180,25 @@ def _topic(value: Any, ctx: Context) -> None:
         near = topic_suggestions(critic, exc.topic or spec)
         hint = f"; nearest: {', '.join(near)}" if near else ""
         valid = f"valid topics: {listed(exc.valid)} (`focused topics --model M` lists all)"
-        raise Invalid(f"unknown topic{hint}; {valid}") from None
+        raise Invalid(f"unknown topic{hint}; {valid}{_other_models(spec, ctx)}") from None
+
+
+def _other_models(spec: str, ctx: Context) -> str:
+    """A hint naming the default models other than the crawl's, and which of them has topic ``spec``."""
+    from focused.learning.critic.bundle import ModelError
+    from focused.learning.critic.load import load_critic
+    from focused.learning.critic.topics import UnknownTopicError
+    from focused.paths import load_model, shipped_models
+
+    current = Path(as_text(ctx.loaded.get("critic_file"))).name
+    others = [name for name in shipped_models() if Path(name).name != current]
+    for name in others:
+        try:
+            load_model(name, load_critic)[0].resolve_topic(spec)
+        except (ModelError, UnknownTopicError):
+            continue
+        return f"; the default model {name} has it: add -a model={name}"
+    return f"; other default models: {', '.join(others)}" if others else ""
 
 
 def _apprentice(raw: str, ctx: Context) -> None:
@@ -186,12 +221,23 @@ def _crawl_db(raw: str, ctx: Context) -> None:
 
 
 def _predicate(value: Any, ctx: Context) -> None:
+    from focused.relevance import load_predicate
     from focused.relevance.predicates import PredicateError, parse_predicate
 
-    if as_text(value):
+    if not as_text(value):
+        return
+    try:
+        predicate = parse_predicate(as_text(value))
+    except PredicateError as exc:
+        raise Invalid(str(exc)) from None
+    if predicate.class_atoms():  # its class names must be the critic's (the critic's own check reports a bad file)
         try:
-            parse_predicate(as_text(value))
-        except PredicateError as exc:
+            _critic(ctx.settings.get("FOCUSED_CRITIC_MODEL"), ctx)
+        except Invalid:
+            return
+        try:
+            load_predicate(as_text(value), ctx.loaded["critic"])
+        except ConfigError as exc:
             raise Invalid(str(exc)) from None
 
 
@@ -212,9 +258,53 @@ def _analysis_workers(value: Any, ctx: Context) -> None:
         raise Invalid("expected auto or a whole number from 0 to 8 (0: pages are read in the crawl process)")
 
 
-def _allow_internal(value: Any, ctx: Context) -> None:
-    from focused.addresses import AddressPolicy, AllowListError
+def _warc_folder(value: Any, ctx: Context) -> None:
+    """A folder that exists and takes files, or can be created (FOCUSED_WARC)."""
+    import tempfile
 
+    raw = as_text(value)
+    if not raw:
+        return
+    path = project_path(raw)
+    if path.exists() and not path.is_dir():
+        raise Invalid(f"expected a writable folder for WARC files (or empty); {path} is not a folder")
+    parent = path
+    while not parent.exists() and parent != parent.parent:
+        parent = parent.parent
+    try:
+        if not parent.is_dir():
+            raise OSError(f"{parent} is not a folder")
+        with tempfile.TemporaryFile(dir=parent):
+            pass
+    except OSError as exc:
+        why = f"cannot write in {parent} ({exc})"
+        raise Invalid(f"expected a writable folder for WARC files (or empty); {why}") from None
+
+
+def _allow_internal(value: Any, ctx: Context) -> None:
+    from focused.addresses import (
+        YES_NO,
+        AddressPolicy,
+        AllowListError,
+        allow_entry,
+        is_internal_ip,
+        is_internal_name,
+        parse_ip,
+    )
+
+    if value is True or as_text(value).strip().lower() in YES_NO:
+        try:  # the seeds at internal addresses give the example
+            seeds = parse_seeds(as_text(ctx.settings.get("FOCUSED_SEEDS")))
+        except ConfigError:
+            seeds = []
+        hosts = [urlsplit(seed).hostname or "" for seed in seeds]
+        internal = [
+            allow_entry(seed)
+            for seed, host in zip(seeds, hosts, strict=True)
+            if is_internal_name(host) or ((ip := parse_ip(host)) is not None and is_internal_ip(ip))
+        ]
+        example = ",".join(dict.fromkeys(internal)) or "127.0.0.1:8000"
+        raise Invalid(f"expected the hosts to allow, not a yes/no value: e.g. FOCUSED_ALLOW_INTERNAL={example}")
     try:
         AddressPolicy.from_setting(value)
     except AllowListError as exc:
@@ -246,26 +336,14 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_APPRENTICE_DMAX": whole(0),
     "FOCUSED_APPRENTICE_CLASS_FEATURES": boolean(),
     "FOCUSED_APPRENTICE_ANCHOR_CRITIC": boolean(),
-    "FOCUSED_APPRENTICE_GATE": boolean(),
     "FOCUSED_APPRENTICE_ANCHOR_WEIGHT": number(0, 1),
-    "FOCUSED_APPRENTICE_OFFSET": boolean(),
-    "FOCUSED_APPRENTICE_OFFSET_PENALTY": number(0),
-    "FOCUSED_APPRENTICE_OFFSET_VIEWS": boolean(),
-    "FOCUSED_APPRENTICE_GROUPED_FOLDS": boolean(),
     "FOCUSED_APPRENTICE_EXPLORE": number(0),
     "FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE": number(0),
-    "FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE": boolean(),
     "FOCUSED_APPRENTICE_SIBLINGS": number(0),
     "FOCUSED_APPRENTICE_SIBLINGS_PSEUDO": number(0, above=True),
-    "FOCUSED_APPRENTICE_SIBLINGS_EXPECTED": boolean(),
-    "FOCUSED_APPRENTICE_SIBLINGS_LEARNED": boolean(),
     "FOCUSED_APPRENTICE_SIBLINGS_SPREAD": number(0),
-    "FOCUSED_APPRENTICE_SIBLINGS_REGIONS": boolean(),
-    "FOCUSED_APPRENTICE_SIBLINGS_LOWER": boolean(),
     "FOCUSED_APPRENTICE_REFRESH_PAGES": whole(1),
     "FOCUSED_APPRENTICE_REFRESH_UNTIL": whole(0, note="0: the whole crawl"),
-    "FOCUSED_APPRENTICE_BINNING": choice(("equal-prob", "fixed"), "binning"),
-    "FOCUSED_APPRENTICE_THRESHOLD": number(0, 1),
     "FOCUSED_APPRENTICE_ALPHA": number(0, above=True),
     "FOCUSED_FRONTIER_STORE": choice(_frontier_stores, "frontier store"),
     "FOCUSED_FRONTIER_COMMIT_OPS": whole(1),
@@ -312,6 +390,10 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_TOPIC": Spec(_topic, "a class of the critic, a prefix of its hierarchy, or a comma-separated union"),
     "FOCUSED_APPRENTICE_MODEL": readable("apprentice file", extra=_apprentice),
     "FOCUSED_RESTRICT_TO": readable("crawl database", extra=_crawl_db),
+    "FOCUSED_JOBDIR": text(),
+    "FOCUSED_WARC": Spec(_warc_folder, "a writable folder for WARC files (or empty: none)"),
+    "FOCUSED_WARC_MAX_BYTES": whole(1),
+    "FOCUSED_WARC_PAGES": choice(("all", "relevant"), "page selection"),
 }
 
 
@@ -347,7 +429,7 @@ def validate(settings: Any, spider_args: Mapping[str, Any] | None = None, *, ign
         if name.startswith("FOCUSED_") and name not in known:
             raise ConfigError(
                 f"{name}={effective.get(name)}: unknown setting{did_you_mean(name, known)}; "
-                "the FOCUSED_* settings are listed in focused/settings/defaults.py and the README"
+                "the FOCUSED_* settings are listed in docs/settings.md"
             )
     ctx = Context(effective)
     for name, spec in SPECS.items():
@@ -355,5 +437,12 @@ def validate(settings: Any, spider_args: Mapping[str, Any] | None = None, *, ign
         try:
             spec.check(value, ctx)
         except Invalid as exc:
+            argument = ARGUMENT_OF.get(name)
+            if argument and name not in given_as and not as_text(value):  # left out, not given wrong
+                raise ConfigError(f"-a {argument}=... is missing: {exc}") from None
             shown = given_as.get(name, name)
             raise ConfigError(f"{shown}={as_text(value)!s}: {exc}") from None
+    from focused.frontier.settings import ping_redis, uses_redis
+
+    if uses_redis(effective):  # the shared frontier must answer now, not after a minute of retries
+        ping_redis(effective)

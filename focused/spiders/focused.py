@@ -38,14 +38,16 @@ from focused.page.parsed import ParsedPage
 from focused.priority import SEED_PRIORITY
 from focused.settings.access import setting
 from focused.settings.profiles import apply_profile
-from focused.settings.scrapyd import SCRAPYD_ARGUMENTS, apply_job
+from focused.settings.scrapyd import SCRAPYD_ARGUMENTS, apply_job, apply_jobdir
 from focused.settings.validation import ARGUMENT_SETTINGS, parse_seeds, read_seeds_file
 from focused.spidermiddlewares.scoring import PARSED_META_KEY
 from focused.spiders.redis_seeds import RedisSeeds
+from focused.spiders.seedreport import SEED_META_KEY, SeedReport
 
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.settings import BaseSettings
+    from twisted.python.failure import Failure
 
 _PAGE_TYPES = ("text/html", "application/xhtml", "text/plain")
 #: Pages longer than this (characters) are parsed in a worker thread: a 5 MB page takes seconds.
@@ -63,6 +65,8 @@ class FocusedSpider(scrapy.Spider):
     redis_seeds: RedisSeeds | None = None
     #: FOCUSED_ANALYSIS_WORKERS > 0: pages are read in worker processes
     analysis: PageAnalysis | None = None
+    #: why seeds gave no page (``scrapy crawl`` exits 1 when none did)
+    seed_report: SeedReport
 
     @classmethod
     def update_settings(cls, settings: BaseSettings) -> None:
@@ -81,12 +85,14 @@ class FocusedSpider(scrapy.Spider):
                 crawler.settings.set(name, kwargs[arg], priority="cmdline")
         if kwargs.get("_job"):  # run by Scrapyd
             apply_job(crawler.settings, cls.name, str(kwargs["_job"]))
+        apply_jobdir(crawler.settings)  # before the scheduler, the pipeline and the extensions read JOBDIR
         spider = super().from_crawler(crawler, *args, **kwargs)
         if uses_redis(crawler.settings):  # seeds pushed to <prefix>:start_urls, as with scrapy-redis
             spider.redis_seeds = RedisSeeds(crawler, cls.name, spider.parse)
             crawler.signals.connect(spider.redis_seeds.on_idle, signal=signals.spider_idle)
             crawler.signals.connect(spider.redis_seeds.close, signal=signals.spider_closed)
         spider.seeds = spider._configured_seeds()
+        spider.seed_report = SeedReport(spider.seeds)
         spider.max_links = setting(crawler.settings, "FOCUSED_MAX_LINKS_PER_PAGE")
         workers_setting = setting(crawler.settings, "FOCUSED_ANALYSIS_WORKERS")
         workers = workers_for(workers_setting)
@@ -117,7 +123,9 @@ class FocusedSpider(scrapy.Spider):
 
     async def start(self) -> AsyncIterator[scrapy.Request]:
         for url in self.seeds:
-            yield scrapy.Request(url, callback=self.parse, priority=SEED_PRIORITY)
+            yield scrapy.Request(
+                url, callback=self.parse, errback=self.seed_failed, priority=SEED_PRIORITY, meta={SEED_META_KEY: url}
+            )
         if self.redis_seeds is not None:
             for request in self.redis_seeds.requests():
                 yield request
@@ -126,6 +134,8 @@ class FocusedSpider(scrapy.Spider):
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
         if not isinstance(response, TextResponse) or (content_type and not content_type.startswith(_PAGE_TYPES)):
             self.crawler.stats.inc_value("focused/skipped/non_html")
+            if SEED_META_KEY in response.meta:
+                self.seed_report.not_a_page(response.meta[SEED_META_KEY], content_type)
             return
         html = response.text
         follow = "html" in content_type or not content_type
@@ -154,6 +164,10 @@ class FocusedSpider(scrapy.Spider):
         )
         for url in links:
             yield LinkRequest(url, callback=self.parse, meta={PARENT_META_KEY: response.url})
+
+    def seed_failed(self, failure: Failure) -> Failure | None:
+        """The errback of the seeds: :class:`~focused.spiders.seedreport.SeedReport` notes why."""
+        return self.seed_report.failed(failure)
 
     async def _read_here(self, response: TextResponse, html: str, follow: bool) -> tuple[ParsedPage, list[str], int]:
         """:meth:`_read` in the crawl process; a long page in a thread (seconds of parsing: off the reactor)."""

@@ -74,12 +74,9 @@ def online_apprentice(ctx: BuildContext, *, offline: bool) -> OnlineApprentice:
     elif offline:
         raise ConfigError("strategy 'apprentice-offline' needs a trained apprentice: -a apprentice=FILE")
     else:
-        weight = setting(settings, "FOCUSED_APPRENTICE_ANCHOR_WEIGHT")
-        offset = anchor_critic and setting(settings, "FOCUSED_APPRENTICE_OFFSET")
         learner = Apprentice(
             alpha=setting(settings, "FOCUSED_APPRENTICE_ALPHA"),
-            threshold=setting(settings, "FOCUSED_APPRENTICE_THRESHOLD"),
-            binning=setting(settings, "FOCUSED_APPRENTICE_BINNING"),
+            binning="equal-prob",  # the paper's equally probable intervals; the class's own default is "fixed"
             min_instances=setting(settings, "FOCUSED_APPRENTICE_MIN_INSTANCES"),
             feature_params={
                 "d_max": d_max,
@@ -88,10 +85,6 @@ def online_apprentice(ctx: BuildContext, *, offline: bool) -> OnlineApprentice:
                 "critic_views": anchor_critic,
             },
             n_side=2 if anchor_critic else 0,
-            side_offset=(1.0 - weight, weight) if offset else None,
-            offset_penalty=setting(settings, "FOCUSED_APPRENTICE_OFFSET_PENALTY"),
-            correct_views=setting(settings, "FOCUSED_APPRENTICE_OFFSET_VIEWS"),
-            grouped_folds=setting(settings, "FOCUSED_APPRENTICE_GROUPED_FOLDS"),
         )
     try:
         online = OnlineApprentice(
@@ -103,7 +96,6 @@ def online_apprentice(ctx: BuildContext, *, offline: bool) -> OnlineApprentice:
             aggregation=setting(settings, "FOCUSED_PARENT_AGGREGATION"),
             snippet_critic=make_snippet_critic(ctx.critic, ctx.topic) if learner.n_side else None,
             anchor_weight=setting(settings, "FOCUSED_APPRENTICE_ANCHOR_WEIGHT"),
-            gate=setting(settings, "FOCUSED_APPRENTICE_GATE") and not path,
             explore=None if offline else _exploration(settings, learner.n_features),
             siblings=None if offline else _siblings(settings),
         )
@@ -122,13 +114,7 @@ def _exploration(settings: Any, n_features: int) -> NoveltyBonus | None:
     weight = setting(settings, "FOCUSED_APPRENTICE_EXPLORE")
     if weight <= 0:
         return None
-    half_life = setting(settings, "FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE")
-    return NoveltyBonus(
-        n_features,
-        weight,
-        half_life,
-        setting(settings, "FOCUSED_APPRENTICE_EXPLORE_ADAPTIVE"),
-    )
+    return NoveltyBonus(n_features, weight, setting(settings, "FOCUSED_APPRENTICE_EXPLORE_HALF_LIFE"))
 
 
 def _siblings(settings: Any) -> SiblingFeedback | None:
@@ -138,10 +124,6 @@ def _siblings(settings: Any) -> SiblingFeedback | None:
         return None
     return SiblingFeedback(
         weight,
-        setting(settings, "FOCUSED_APPRENTICE_SIBLINGS_PSEUDO"),
-        setting(settings, "FOCUSED_APPRENTICE_SIBLINGS_EXPECTED"),
-        setting(settings, "FOCUSED_APPRENTICE_SIBLINGS_LEARNED"),
-        setting(settings, "FOCUSED_APPRENTICE_SIBLINGS_SPREAD"),
-        setting(settings, "FOCUSED_APPRENTICE_SIBLINGS_REGIONS"),
-        setting(settings, "FOCUSED_APPRENTICE_SIBLINGS_LOWER"),
+        pseudo_count=setting(settings, "FOCUSED_APPRENTICE_SIBLINGS_PSEUDO"),
+        spread_scale=setting(settings, "FOCUSED_APPRENTICE_SIBLINGS_SPREAD"),
     )

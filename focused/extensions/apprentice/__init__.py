@@ -36,10 +36,6 @@ class ApprenticeFeedback:
         if not isinstance(strategy, ApprenticeStrategy):
             raise NotConfigured
         shared = open_shared(crawler, strategy)
-        if shared is not None and strategy.online.gate is not None:
-            # the trainer changes hands between workers, and with it the held-out record: no gate
-            logger.info("Shared apprentice: FOCUSED_APPRENTICE_GATE is off (each worker serves the shared model)")
-            strategy.online.gate = None
         if shared is not None and strategy.online.siblings is not None:
             # the workers share instances, not the per-source counts the sibling terms read
             logger.info("Shared apprentice: FOCUSED_APPRENTICE_SIBLINGS is off (workers share no sibling counts)")

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
+from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.job import job_dir
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
@@ -69,7 +70,6 @@ class RelevanceFeedback:
         self.refresh_pages = setting(crawler.settings, "FOCUSED_APPRENTICE_REFRESH_PAGES")
         #: ... up to this many pages (0: the whole crawl); later the learner's retrains re-score, with every term
         self.refresh_until = setting(crawler.settings, "FOCUSED_APPRENTICE_REFRESH_UNTIL")
-        self._sibling_weight = self._last_refresh_weight = 0.0  # the learned sibling weight now, at the last refresh
 
     def connect(self) -> None:
         """Restore the last checkpoint (with JOBDIR) and listen to the crawl's signals."""
@@ -94,11 +94,7 @@ class RelevanceFeedback:
             self._in_flight = self._train_batch()
         elif self._refresh_due() and self._moving_terms():
             self._refreshed = self._pages
-            self._last_refresh_weight = self._sibling_weight
             self.stats.inc_value("focused/apprentice/refreshes")
-            if self.online.siblings is not None:
-                weight = round(self.online.siblings.current_weight, 3)
-                self.stats.set_value("focused/apprentice/siblings_weight", weight)
             if not self.closing:
                 self._rescore_frontier("Exploration bonuses and sibling terms refreshed")
 
@@ -108,11 +104,8 @@ class RelevanceFeedback:
         return within and self._pages >= self._refreshed + self.refresh_pages
 
     def _moving_terms(self) -> bool:
-        """Terms of a link's score that change between models: exploration bonuses, sibling feedback (unless
-        its learned weight is 0 now and was at the last refresh: every term is 0, a re-scoring changes nothing)."""
-        siblings = self.online.siblings
-        self._sibling_weight = 0.0 if siblings is None else siblings.current_weight
-        return self.online.explore is not None or self._sibling_weight > 0 or self._last_refresh_weight > 0
+        """Terms of a link's score that change between models: exploration bonuses, sibling feedback."""
+        return self.online.explore is not None or self.online.siblings is not None
 
     def _train_batch(self) -> Deferred[Any]:
         """Train on the buffered instances in a thread; the callback swaps the model in."""
@@ -146,19 +139,8 @@ class RelevanceFeedback:
             )  # fmt: skip
             return
         first = self._install(model)
-        gate = self.online.gate
-        if gate is not None:
-            self.stats.set_value("focused/apprentice/gate_open", int(gate.open))
-            self.stats.set_value("focused/apprentice/gate_loss_model", round(gate.loss_model, 4))
-            self.stats.set_value("focused/apprentice/gate_loss_prior", round(gate.loss_prior, 4))
-            if gate.open and self.stats.get_value("focused/apprentice/gate_opened_at") is None:
-                self.stats.set_value("focused/apprentice/gate_opened_at", self._pages)
-            if not (gate.open or self.online.gate_flipped):
-                return  # the prior keeps serving: the frontier's priorities stand
         if not self.closing:  # the scheduler has closed its store by then
             what = "switched in" if first else "retrained"
-            if gate is not None:
-                what += f", gate {'open' if gate.open else 'closed'}"
             self._rescore_frontier(f"Apprentice v{model.version} {what}")
 
     def _install(self, model: ApprenticeModel) -> bool:
@@ -206,27 +188,19 @@ class RelevanceFeedback:
 
     # -- JOBDIR ------------------------------------------------------------------------
 
-    def spider_closed(self) -> Deferred[None] | None:
+    async def spider_closed(self) -> None:
         """With JOBDIR: finish the training under way, learn the last instances and checkpoint them.
 
-        Scrapy waits for the returned Deferred, so the checkpoint holds every
-        instance the crawl produced, however fast it was.
+        Scrapy awaits this coroutine, so the checkpoint holds every instance
+        the crawl produced, however fast it was.
         """
         if self.checkpoints is None:
-            return None
+            return
         self.closing = True
-        done: Deferred[None] = Deferred()
         if self.training and self._in_flight is not None:
-            self._in_flight.addBoth(lambda result: done.callback(None))
-        else:
-            done.callback(None)
-        done.addCallback(lambda _: self._train_batch())
-        done.addCallback(
-            lambda _: logger.info(
-                "Saved the apprentice (%d instances) in %s", self.online.learner.n_instances, self.checkpoints
-            )
-        )
-        return done
+            await maybe_deferred_to_future(self._in_flight)  # its errback logs a failure: this never raises
+        await maybe_deferred_to_future(self._train_batch())
+        logger.info("Saved the apprentice (%d instances) in %s", self.online.learner.n_instances, self.checkpoints)
 
     def _load_state(self) -> None:
         assert self.checkpoints is not None

@@ -20,6 +20,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import redis
+from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall, deferLater
 from twisted.internet.threads import deferToThread
@@ -176,18 +177,16 @@ class SharedFeedback(RelevanceFeedback):
             return
         super()._failed(failure)
 
-    def spider_closed(self) -> Deferred[None]:
+    async def spider_closed(self) -> None:
         """Finish the training under way; then, leader or the lock free, train the batches still due."""
         self.closing = True
         if self._loop.running:
             self._loop.stop()
-        done: Deferred[None] = Deferred()
         if self.training and self._in_flight is not None:
-            self._in_flight.addBoth(lambda _: done.callback(None))
-        else:
-            done.callback(None)
-        done.addCallback(lambda _: self._finish(MAX_FINAL_BATCHES))
-        return done
+            await maybe_deferred_to_future(self._in_flight)  # its errback logs a failure: this never raises
+        finishing = self._finish(MAX_FINAL_BATCHES)
+        if finishing is not None:
+            await maybe_deferred_to_future(finishing)
 
     def _finish(self, left: int) -> Deferred[Any] | None:
         """Train the batches still due (leader, or the lock free); wait for a trainer that holds the lock.

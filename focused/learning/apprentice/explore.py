@@ -14,24 +14,17 @@ fetched and judged, as the apprentice learns them) that hold the hashed feature
 ``f``. A link of features never seen gets ``β``; a link whose every feature was
 seen in many instances almost nothing. ``decay = H / (H + pages)`` with the
 half-life ``H`` (pages fetched; ``H = 0``: no decay) lets the crawl exploit more
-as it goes; with ``adaptive`` it is also multiplied by the off-topic share of the
-last :data:`WINDOW` pages judged (explore while exploiting does not pay). ``n_f``
-is counted live, from the first page on, independently of the learner's batches.
+as it goes. ``n_f`` is counted live, from the first page on, independently of the
+learner's batches.
 """
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Mapping, Sequence
 
 import numpy as np
 
-__all__ = ["ON_TOPIC", "WINDOW", "NoveltyBonus", "shift_logits"]
-
-#: Pages judged whose on-topic share sets an ``adaptive`` bonus.
-WINDOW = 50
-#: A page whose relevance (the critic's Pr(c*|v)) reaches this is on topic.
-ON_TOPIC = 0.5
+__all__ = ["NoveltyBonus", "shift_logits"]
 
 
 def shift_logits(scores: np.ndarray, offset: np.ndarray) -> np.ndarray:
@@ -52,11 +45,9 @@ class NoveltyBonus:
         β, the bonus of a link of unseen features, in logit units (> 0).
     half_life
         ``H`` of the decay, in pages fetched; 0 keeps β for the whole crawl.
-    adaptive
-        Scale the bonus by the off-topic share of the last :data:`WINDOW` pages.
     """
 
-    def __init__(self, n_features: int, weight: float, half_life: float = 0.0, adaptive: bool = False) -> None:
+    def __init__(self, n_features: int, weight: float, half_life: float = 0.0) -> None:
         if not weight > 0:
             raise ValueError(f"the exploration weight must be > 0, got {weight}")
         if not half_life >= 0:
@@ -64,10 +55,8 @@ class NoveltyBonus:
         self.n_features = int(n_features)
         self.weight = float(weight)
         self.half_life = float(half_life)
-        self.adaptive = bool(adaptive)
         self.counts = np.zeros(self.n_features, dtype=np.float64)
         self.pages = 0
-        self.recent: deque[bool] = deque(maxlen=WINDOW)  # on topic, of the last pages judged
 
     def observe(self, ids: Sequence[np.ndarray]) -> None:
         """Training instances with these feature ids exist now (one array per instance; repeats count once)."""
@@ -78,18 +67,15 @@ class NoveltyBonus:
         if flat.size:
             np.add.at(self.counts, flat, 1.0)
 
-    def page_fetched(self, relevance: float = 0.0) -> None:
+    def page_fetched(self) -> None:
         self.pages += 1
-        self.recent.append(relevance >= ON_TOPIC)
 
     @property
     def scale(self) -> float:
-        """β · decay(pages) now (and the recent off-topic share, if ``adaptive``)."""
+        """β · decay(pages) now."""
         scale = self.weight
         if self.half_life > 0:
             scale *= self.half_life / (self.half_life + self.pages)
-        if self.adaptive and self.recent:
-            scale *= 1.0 - sum(self.recent) / len(self.recent)
         return scale
 
     def novelty(self, lengths: np.ndarray, flat_ids: np.ndarray) -> np.ndarray:
@@ -129,7 +115,6 @@ class NoveltyBonus:
             "explore_ids": nz.astype(np.int64),
             "explore_counts": self.counts[nz].copy(),
             "explore_pages": np.array([self.pages], dtype=np.int64),
-            "explore_recent": np.array(self.recent, dtype=bool),
         }
 
     def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
@@ -141,4 +126,3 @@ class NoveltyBonus:
         self.counts = np.zeros(self.n_features, dtype=np.float64)
         self.counts[ids] = np.asarray(arrays["explore_counts"], dtype=np.float64)
         self.pages = int(np.asarray(arrays["explore_pages"]).ravel()[0])
-        self.recent = deque((bool(x) for x in arrays.get("explore_recent", ())), maxlen=WINDOW)

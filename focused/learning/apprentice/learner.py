@@ -95,17 +95,6 @@ class Apprentice:
     n_side
         Dense side features per instance (0: none; 2 for :func:`critic_views`),
         fitted with the calibration, not by naive Bayes.
-    side_offset, offset_penalty
-        With ``side_offset`` (one fixed weight per side feature, e.g. the
-        prior's ``(1 − w, w)``), the calibration keeps ``side_offset · side``
-        as a fixed offset and learns only a correction, shrunk towards 0 with
-        strength ``offset_penalty`` (:mod:`focused.learning.apprentice.offset_fit`): an
-        early model ranks as the prior until the data say otherwise. The
-        correction comes from the link context alone, or with ``correct_views``
-        also re-weighs the side features.
-    grouped_folds
-        Assign the calibration folds by the instances' ``groups`` (their
-        target pages, :meth:`add`) instead of round robin.
 
     Memory: besides the per-bucket counts (2 × ``n_features`` float64), the
     raw instances are kept as int32 ids (about 4 bytes per feature occurrence,
@@ -127,10 +116,6 @@ class Apprentice:
         calibration_max: int = 20_000,
         feature_params: Mapping[str, Any] | None = None,
         n_side: int = 0,
-        side_offset: Sequence[float] | None = None,
-        offset_penalty: float = 10.0,
-        correct_views: bool = False,
-        grouped_folds: bool = False,
     ) -> None:
         self.n_features = int(n_features)
         self.alpha = float(alpha)
@@ -142,10 +127,6 @@ class Apprentice:
         self.calibration_max = int(calibration_max)
         self.feature_params = dict(feature_params or {})
         self.n_side = int(n_side)
-        self.side_offset = None if side_offset is None else [float(v) for v in side_offset]
-        self.offset_penalty = float(offset_penalty)
-        self.correct_views = bool(correct_views)
-        self.grouped_folds = bool(grouped_folds)
         check_params(self.get_params())
 
         self._lock = threading.Lock()
@@ -154,7 +135,6 @@ class Apprentice:
         self._indptr = np.zeros(129, dtype=np.int64)
         self._rel = np.zeros(128, dtype=np.float64)
         self._side = np.zeros((128, self.n_side), dtype=np.float64)
-        self._group = np.full(128, -1, dtype=np.int64)  # target page of each instance (hash; -1 unknown)
         self._n = 0
         self._counts = np.zeros((2, self.n_features), dtype=np.float64)  # [LOW, HIGH] x feature
         self._bucket_threshold = self.threshold if binning == "fixed" else math.inf
@@ -164,8 +144,8 @@ class Apprentice:
         self._version = 0
 
     def get_params(self) -> dict[str, Any]:
-        """Constructor parameters (stored in saved files; the offset's only when it is on)."""
-        params: dict[str, Any] = {
+        """Constructor parameters (stored in saved files)."""
+        return {
             "n_features": self.n_features,
             "alpha": self.alpha,
             "threshold": self.threshold,
@@ -176,15 +156,6 @@ class Apprentice:
             "calibration_max": self.calibration_max,
             "n_side": self.n_side,
         }
-        if self.grouped_folds:
-            params["grouped_folds"] = True
-        if self.side_offset is not None:
-            params.update(
-                side_offset=list(self.side_offset),
-                offset_penalty=self.offset_penalty,
-                correct_views=self.correct_views,
-            )
-        return params
 
     @property
     def n_instances(self) -> int:
@@ -206,14 +177,12 @@ class Apprentice:
             return 0 < self._n_high_fixed < self._n
         return self._rel_max > self._rel_min
 
-    def add(self, features: Features, relevances: Any, side: np.ndarray | None = None, groups: Any = None) -> None:
+    def add(self, features: Features, relevances: Any, side: np.ndarray | None = None) -> None:
         """Add instances: the features of links (u, v) and the relevance Pr(c*|v) of their targets.
 
         ``features`` is a CSR count matrix, lists of feature strings, or compact
         id arrays; ``relevances`` are in [0, 1]; ``side`` (n, ``n_side``) holds
-        the side features, required when ``n_side > 0``; ``groups`` a non-negative
-        int per instance naming its target page (the folds of ``grouped_folds``;
-        -1 or ``None``: unknown). Only the new instances
+        the side features, required when ``n_side > 0``. Only the new instances
         are touched: the per-bucket counts are updated in place.
         """
         rel = np.asarray(relevances, dtype=np.float64).ravel()
@@ -228,9 +197,6 @@ class Apprentice:
             side = np.asarray(side, dtype=np.float64)
             if side.shape != (len(rel), self.n_side) or not np.all(np.isfinite(side)):
                 raise ValueError(f"side features must be a finite ({len(rel)}, {self.n_side}) array")
-        group = np.full(len(rel), -1, np.int64) if groups is None else np.asarray(groups, np.int64).ravel()
-        if group.shape != rel.shape:
-            raise ValueError(f"{group.size} groups but {len(rel)} relevances")
         if len(rel) == 0:
             return
         lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
@@ -243,7 +209,6 @@ class Apprentice:
             self._rel[n : n + k] = rel
             if self.n_side:
                 self._side[n : n + k] = side
-            self._group[n : n + k] = group
             self._n_ids += len(ids)
             self._n += k
             high = rel >= self._bucket_threshold
@@ -256,8 +221,8 @@ class Apprentice:
         """Grow the buffers geometrically; old arrays stay valid for a concurrent :meth:`fit`."""
         if n > len(self._rel):
             size, m = max(n, 2 * len(self._rel)), self._n
-            rel, side, group = (grown(a, size, m) for a in (self._rel, self._side, self._group))
-            self._rel, self._indptr, self._side, self._group = rel, grown(self._indptr, size + 1, m + 1), side, group
+            self._rel, self._side = grown(self._rel, size, m), grown(self._side, size, m)
+            self._indptr = grown(self._indptr, size + 1, m + 1)
         if n_ids > len(self._ids):
             self._ids = grown(self._ids, max(n_ids, 2 * len(self._ids)), self._n_ids)
 
@@ -276,7 +241,7 @@ class Apprentice:
         with self._lock:
             n = self._n
             rel, indptr, ids = self._rel[:n], self._indptr[: n + 1], self._ids[: self._n_ids]
-            side, groups = self._side[:n], self._group[:n]
+            side = self._side[:n]
             threshold = self.current_threshold()
             high = rel >= threshold
             n_high = int(np.count_nonzero(high))
@@ -302,10 +267,6 @@ class Apprentice:
             normalize=self.normalize,
             folds=self.calibration_folds,
             max_instances=self.calibration_max,
-            side_offset=None if self.side_offset is None else np.asarray(self.side_offset),
-            offset_penalty=self.offset_penalty,
-            correct_views=self.correct_views,
-            groups=groups if self.grouped_folds else None,
         )
         model = ApprenticeModel(
             log_ratio=log_ratio,
@@ -345,7 +306,6 @@ class Apprentice:
                     "indptr": self._indptr[: n + 1].copy(),
                     "relevances": self._rel[:n].copy(),
                     "side": self._side[:n].copy(),
-                    "groups": self._group[:n].copy(),
                     "version": self._version,
                 },
             }
@@ -373,8 +333,7 @@ class Apprentice:
                 raise ValueError("inconsistent instance arrays")
             arrays = [ids[indptr[i] : indptr[i + 1]] for i in range(len(rel))]
             side = np.asarray(stats["side"], dtype=np.float64) if app.n_side else None
-            groups = np.asarray(stats["groups"], dtype=np.int64) if "groups" in stats else None
-            app.add(arrays, rel, side, groups)
+            app.add(arrays, rel, side)
             app._version = int(stats["version"])
             return app
         except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:

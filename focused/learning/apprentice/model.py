@@ -283,11 +283,6 @@ def check_params(params: Mapping[str, Any]) -> None:
         raise ValueError(f"calibration_folds must be >= 2, got {params['calibration_folds']}")
     if params.get("n_side", 0) < 0:
         raise ValueError(f"n_side must be >= 0, got {params['n_side']}")
-    offset = params.get("side_offset")
-    if offset is not None and len(offset) != params.get("n_side", 0):
-        raise ValueError(f"side_offset needs one weight per side feature ({params.get('n_side', 0)}), got {offset}")
-    if not params.get("offset_penalty", 0.0) >= 0:
-        raise ValueError(f"offset_penalty must be >= 0, got {params['offset_penalty']}")
 
 
 def check_n_features(value: Any) -> int:

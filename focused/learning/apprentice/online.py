@@ -34,13 +34,12 @@ from typing import Any
 import numpy as np
 
 from focused.learning.apprentice.explore import NoveltyBonus, shift_logits
-from focused.learning.apprentice.gate import SwitchGate
 from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.linkbatch import LinkBatch
 from focused.learning.apprentice.linkids import parse_for_links
 from focused.learning.apprentice.model import ApprenticeModel
 from focused.learning.apprentice.pagelinks import page_payloads
-from focused.learning.apprentice.payload import LinkPayload, page_key, target_group
+from focused.learning.apprentice.payload import LinkPayload, page_key
 from focused.learning.apprentice.payload import unpack as _unpack
 from focused.learning.apprentice.siblings import SiblingFeedback, payload_tags
 from focused.learning.apprentice.state import OnlineState
@@ -78,9 +77,6 @@ class OnlineApprentice(OnlineState):
         features (``learner.n_side == 2``), unused otherwise.
     anchor_weight
         ``w`` of the priority before the first model (module docstring).
-    gate
-        A model serves links only while its progressive held-out log-loss beats
-        the calibrated prior's (:mod:`focused.learning.apprentice.gate`; needs side features).
     explore
         An exploration bonus for links of little-seen features (:mod:`focused.learning.apprentice.explore`).
     siblings
@@ -99,7 +95,6 @@ class OnlineApprentice(OnlineState):
         aggregation: str = "max",
         snippet_critic: SnippetCritic | None = None,
         anchor_weight: float = 0.7,
-        gate: bool = False,
         explore: NoveltyBonus | None = None,
         siblings: SiblingFeedback | None = None,
     ) -> None:
@@ -121,15 +116,9 @@ class OnlineApprentice(OnlineState):
         self._lock = threading.Lock()
         self._pending: dict[str, list[LinkPayload]] = {}
         self._fetched: dict[str, float] = {}
-        self._buffer: list[tuple[LinkPayload, float, int]] = []  # payload, target's relevance, target_group
-        self._stale: list[int] = []  # buffer positions of links found to pages fetched before them
-        #: of the last batch taken, the instances whose target was fetched after the link was found
-        self.batch_fresh: np.ndarray = np.zeros(0, dtype=bool)
-        self.batch_groups: np.ndarray = np.zeros(0, dtype=np.int64)  # and their target_group
+        self._buffer: list[tuple[LinkPayload, float]] = []  # payload, target's relevance
         self._pages_in_batch = 0
         self.instances_seen = 0
-        self.gate = SwitchGate() if gate and learner.n_side == 2 and learn else None
-        self.gate_flipped = False  # the last batch opened or closed the gate
         self.explore = explore
         self.siblings = siblings if learner.n_side else None
 
@@ -159,7 +148,6 @@ class OnlineApprentice(OnlineState):
             with_classes=self.class_features,
             snippet_critic=self.snippet_critic,
             tagged=self.siblings is not None,
-            regions=self.siblings is not None and self.siblings.regions,
         )
 
     # -- the feedback loop --------------------------------------------------------
@@ -175,8 +163,7 @@ class OnlineApprentice(OnlineState):
                 key = page_key(link)
                 relevance = self._fetched.get(key)
                 if relevance is not None:
-                    self._stale.append(len(self._buffer))
-                    self._buffer.append((payload, relevance, target_group(key)))
+                    self._buffer.append((payload, relevance))
                     if self.explore is not None:
                         self.explore.observe([payload.ids])
                     to_judged.append(payload)
@@ -192,16 +179,14 @@ class OnlineApprentice(OnlineState):
         Returns ``True`` when a batch is complete (time to train).
         """
         with self._lock:
-            keys = [page_key(url) for url in urls]
-            group = target_group(keys[0]) if keys else -1  # one page: one group, whatever its alias
             found: list[LinkPayload] = []
-            for key in keys:
+            for key in (page_key(url) for url in urls):
                 self._fetched[key] = float(relevance)
                 found += self._pending.pop(key, ())
-            self._buffer.extend((payload, float(relevance), group) for payload in found)
+            self._buffer.extend((payload, float(relevance)) for payload in found)
             if self.explore is not None:
                 self.explore.observe([p.ids for p in found])
-                self.explore.page_fetched(relevance)
+                self.explore.page_fetched()
             if self.siblings is not None:
                 self.siblings.observe_payloads(found, relevance, self.prior)
                 self.siblings.page_judged(relevance)
@@ -212,37 +197,18 @@ class OnlineApprentice(OnlineState):
         """The buffered instances (link payloads and target relevances); starts a new batch."""
         with self._lock:
             batch, self._buffer = self._buffer, []
-            self.batch_fresh = np.ones(len(batch), dtype=bool)
-            self.batch_fresh[self._stale] = False
-            self._stale = []
             self._pages_in_batch = 0
-            self.batch_groups = np.array([group for _, _, group in batch], dtype=np.int64)
-        return [payload for payload, _, _ in batch], np.array([rel for _, rel, _ in batch], dtype=np.float64)
+        return [payload for payload, _ in batch], np.array([rel for _, rel in batch], dtype=np.float64)
 
     def train(self, payloads: list[LinkPayload], relevances: np.ndarray) -> ApprenticeModel | None:
         """Add a batch to the learner and fit a new model if it is ready (thread-safe, slow)."""
-        self.gate_flipped = False
         if payloads:
             ids, side = _unpack(payloads, self.learner.n_side)
-            if self.gate is not None and side is not None and self.model is not None:
-                # progressive validation on the links whose target was unknown when they were found
-                fresh = self.batch_fresh if len(self.batch_fresh) == len(payloads) else np.ones(len(payloads), bool)
-                idx = np.flatnonzero(fresh)
-                model_p = self.model.predict([ids[i] for i in idx], side[idx])
-                self.gate_flipped = self.gate.validate(model_p, self.prior_logit(side[idx]), relevances[idx])
-            groups = self.batch_groups if len(self.batch_groups) == len(payloads) else None
-            self.learner.add(ids, relevances, side, groups)
+            self.learner.add(ids, relevances, side)
             self.instances_seen += len(payloads)
         if not self.learner.ready:
             return None
         return self.learner.fit()
-
-    @property
-    def serving(self) -> ApprenticeModel | None:
-        """The model that scores links now: none before the first, or while the gate is closed."""
-        if self.gate is not None and not self.gate.open:
-            return None
-        return self.model
 
     def install(self, model: ApprenticeModel) -> None:
         """Switch a new model in (atomic: one reference assignment)."""
@@ -252,7 +218,7 @@ class OnlineApprentice(OnlineState):
 
     def score(self, payloads: Sequence[LinkPayload]) -> list[float] | None:
         """Pr(HIGH | link) of each link; before the first model the critic's blended views, or ``None``."""
-        if not payloads or (self.serving is None and self.snippet_critic is None):
+        if not payloads or (self.model is None and self.snippet_critic is None):
             return None
         scored = self._link_scores([payloads])  # one URL's payloads, in order: scored as a re-scoring scores them
         return None if scored is None else [float(p) for p in scored[0]]
@@ -294,7 +260,7 @@ class OnlineApprentice(OnlineState):
 
     def _link_scores(self, payloads_per_entry: Sequence[Sequence[Any]]) -> tuple[np.ndarray, np.ndarray] | None:
         """The score of every link payload and the URL (entry index) it belongs to; None if there are none."""
-        serving = self.serving
+        serving = self.model
         n_side = 2 if serving is None else serving.n_side
         if isinstance(payloads_per_entry, LinkBatch):
             batch = payloads_per_entry
@@ -322,7 +288,7 @@ class OnlineApprentice(OnlineState):
             owners = np.asarray(owned, dtype=np.int64)
             tags = payload_tags(flat, n_side) if self.siblings is not None else None
             bonus = self.explore.bonus_rows(ids) if self.explore is not None else None
-        if serving is None:  # the gate closed: back to the prior
+        if serving is None:  # before the first model: the critic's blended views
             assert side is not None
             scores = self.prior(side)
         else:

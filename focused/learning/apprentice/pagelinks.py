@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from focused.learning.apprentice.features import class_features, resolve_links
+from focused.learning.apprentice.features import class_features
 from focused.learning.apprentice.linkids import page_link_ids, with_extra
 from focused.learning.apprentice.model import critic_views
 from focused.learning.apprentice.payload import LinkPayload, page_key
@@ -33,7 +33,6 @@ def page_payloads(
     with_classes: bool = False,
     snippet_critic: SnippetCritic | None = None,
     tagged: bool = False,
-    regions: bool = False,
 ) -> list[LinkPayload]:
     """The payload of each link (u, v) of page u (``url``), in the order of ``links``.
 
@@ -42,8 +41,7 @@ def page_payloads(
     differently) gets only the page-level features and an empty anchor. With a
     ``snippet_critic`` every payload carries the critic's views of u and of the
     anchor as side features, and with ``tagged`` u's tag after them
-    (:mod:`focused.learning.apprentice.siblings`), with ``regions`` the tag of the link's region of u
-    (:mod:`focused.page.regions`; a target linked from two regions is in the first).
+    (:mod:`focused.learning.apprentice.siblings`).
     """
     targets, target_ids, target_anchors = page_link_ids(parsed, url, d_max, n_features)
     by_key: dict[str, int] = {}
@@ -58,27 +56,5 @@ def page_payloads(
     anchors = [target_anchors[i] if i is not None else "" for i in found]
     side = critic_views(relevance, snippet_critic(anchors, links)).astype(np.float32)
     if tagged:
-        side = np.column_stack(
-            [side, _tags(parsed, url, links) if regions else np.full(len(side), source_tag(url), dtype=np.float32)]
-        )
+        side = np.column_stack([side, np.full(len(side), source_tag(url), dtype=np.float32)])
     return [LinkPayload(x, s) for x, s in zip(ids, side, strict=True)]
-
-
-def _tags(parsed: ParsedPage, url: str, links: Sequence[str]) -> np.ndarray:
-    """The tag of each link's region of page ``url``: its first occurrence's; the page's tag for a
-    link the parse did not see, and for every link of a page parsed without regions."""
-    first: dict[str, int] = {}
-    regions = parsed.link_regions()
-    if regions:
-        for region, target in zip(regions, resolve_links(parsed, url), strict=True):
-            if target is not None:
-                first.setdefault(page_key(target), region)
-    memo: dict[int | None, float] = {}
-    out = np.empty(len(links), dtype=np.float32)
-    for i, link in enumerate(links):
-        where = first.get(page_key(link))
-        tag = memo.get(where)
-        if tag is None:
-            tag = memo[where] = source_tag(url, where)
-        out[i] = tag
-    return out

@@ -5,7 +5,10 @@ The semantics are those of :class:`~focused.learning.apprentice.online.OnlineApp
 instance is a link (u, v) with the critic's verdict on v, once v is judged,
 whichever workers fetched u and v. Keys, under ``<prefix>:apprentice:``::
 
-    pending:<page key>  LIST    payloads of links (u, v) whose target v is not judged yet
+    pending             ZSET    links (u, v) whose target v is not judged yet, scores all 0; a member is
+                                the digest of v's page key (16 bytes), a tag that keeps equal links apart
+                                (24 bytes: a sequence number and the worker's token) and the link payload,
+                                so that one ZRANGEBYLEX finds the links of a page
     verdicts            HASH    page key -> Pr(c*|v), 8 bytes little-endian float64
     instances           LIST    every instance: the verdict's 8 bytes + the link payload
     pages               STRING  pages judged by all workers
@@ -21,6 +24,7 @@ all workers it adds the new instances to its learner, fits a model and
 publishes it (checking, atomically, that it still holds the lock). A new leader
 first adds every instance its learner has not seen, so the learner always holds
 each instance once. The instances stay in Redis for that (a link payload each).
+Links to pages never judged stay in ``pending`` (one key, however many pages).
 
 Every worker polls ``version`` and installs a newer model; a blob that is not
 an apprentice model of this crawl's features is refused with one log line and
@@ -30,6 +34,7 @@ the worker keeps its model.
 from __future__ import annotations
 
 import dataclasses
+import hashlib
 import logging
 import struct
 import tempfile
@@ -49,35 +54,41 @@ from focused.learning.modelfile import ModelFileError
 
 logger = logging.getLogger(__name__)
 
-KEY_NAMES = ("verdicts", "instances", "pages", "batches", "lock", "model", "version")
+KEY_NAMES = ("pending", "verdicts", "instances", "pages", "batches", "lock", "model", "version")
+#: bytes of a pending member before the link payload: the digest of the target's page key, then the tag
+DIGEST_BYTES = 16
+HEADER_BYTES = DIGEST_BYTES + 24
 #: instances read per LRANGE when a leader catches up
 CHUNK = 10_000
 
-# KEYS: verdicts, instances, pending list of each link; ARGV: (page key, payload) of each link
+# KEYS: verdicts, instances, pending; ARGV: (page key, pending member header, payload) of each link
 LINKS = """
 local added = 0
-for i = 1, #KEYS - 2 do
-  local verdict = redis.call('HGET', KEYS[1], ARGV[2 * i - 1])
+for i = 1, #ARGV, 3 do
+  local verdict = redis.call('HGET', KEYS[1], ARGV[i])
   if verdict then
-    redis.call('RPUSH', KEYS[2], verdict .. ARGV[2 * i])
+    redis.call('RPUSH', KEYS[2], verdict .. ARGV[i + 2])
     added = added + 1
   else
-    redis.call('RPUSH', KEYS[2 + i], ARGV[2 * i])
+    redis.call('ZADD', KEYS[3], 0, ARGV[i + 1] .. ARGV[i + 2])
   end
 end
 return added
 """
 
-# KEYS: verdicts, instances, pages, pending list of each URL; ARGV: verdict, page key of each URL
+# KEYS: verdicts, instances, pages, pending; ARGV: verdict, header bytes, (page key, digest) of each URL.
+# A page's pending links are the members between its digest and its digest followed by byte 255 (a tag
+# starts with a hex digit).
 PAGE = """
-local added = 0
-for i = 1, #KEYS - 3 do
-  redis.call('HSET', KEYS[1], ARGV[1 + i], ARGV[1])
-  local items = redis.call('LRANGE', KEYS[3 + i], 0, -1)
+local verdict, cut, added = ARGV[1], tonumber(ARGV[2]) + 1, 0
+for i = 3, #ARGV, 2 do
+  redis.call('HSET', KEYS[1], ARGV[i], verdict)
+  local low, high = '[' .. ARGV[i + 1], '(' .. ARGV[i + 1] .. '\\255'
+  local items = redis.call('ZRANGEBYLEX', KEYS[4], low, high)
   for _, item in ipairs(items) do
-    redis.call('RPUSH', KEYS[2], ARGV[1] .. item)
+    redis.call('RPUSH', KEYS[2], verdict .. string.sub(item, cut))
   end
-  if #items > 0 then redis.call('DEL', KEYS[3 + i]) end
+  if #items > 0 then redis.call('ZREMRANGEBYLEX', KEYS[4], low, high) end
   added = added + #items
 end
 return {redis.call('INCR', KEYS[3]), added}
@@ -108,6 +119,11 @@ if ARGV[3] ~= '' then
 end
 return redis.call('INCR', KEYS[2])
 """
+
+
+def digest(key: str) -> bytes:
+    """The fixed-length name of a page key in ``pending`` (any key, whatever bytes it holds, sorts apart)."""
+    return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES).digest()
 
 
 class Trained(NamedTuple):
@@ -169,9 +185,7 @@ class SharedLearning:
         self.learned = 0
         self.installed_version = 0
         self._refused_version = 0
-
-    def _pending(self, key: str) -> str:
-        return f"{self.prefix}:apprentice:pending:{key}"
+        self._tags = 0  # pending links this worker sent: the tags of their members
 
     # -- every worker: instances -------------------------------------------------------
 
@@ -179,19 +193,20 @@ class SharedLearning:
         """Links of a page this worker fetched; returns how many became instances at once (target judged)."""
         if not links:
             return 0
-        keys = [self.k["verdicts"], self.k["instances"]]
         args: list[Any] = []
         for link, payload in zip(links, payloads, strict=True):
             key = page_key(link)
-            keys.append(self._pending(key))
-            args += [key, payload.to_bytes()]
-        return int(self._scripts["links"](keys, args))
+            self._tags += 1
+            args += [key, digest(key) + f"{self._tags:012x}{self.token}".encode(), payload.to_bytes()]
+        return int(self._scripts["links"]([self.k["verdicts"], self.k["instances"], self.k["pending"]], args))
 
     def observe_page(self, urls: Sequence[str], relevance: float) -> int:
         """The critic judged a page (requested under ``urls``); returns the pages judged by all workers."""
-        page_keys = list(dict.fromkeys(page_key(url) for url in urls))
-        keys = [self.k["verdicts"], self.k["instances"], self.k["pages"], *map(self._pending, page_keys)]
-        pages, _ = self._scripts["page"](keys, [struct.pack("<d", float(relevance)), *page_keys])
+        args: list[Any] = [struct.pack("<d", float(relevance)), HEADER_BYTES]
+        for key in dict.fromkeys(page_key(url) for url in urls):
+            args += [key, digest(key)]
+        keys = [self.k[name] for name in ("verdicts", "instances", "pages", "pending")]
+        pages, _ = self._scripts["page"](keys, args)
         return int(pages)
 
     # -- the leader -------------------------------------------------------------------------
@@ -301,5 +316,4 @@ class SharedLearning:
 
     def clear(self) -> int:
         """Delete this crawl's shared learning from Redis; returns how many keys existed."""
-        pending = list(self.client.scan_iter(match=f"{self.prefix}:apprentice:pending:*", count=1000))
-        return int(cast(Any, self.client.delete(*self.k.values(), *pending)))
+        return int(cast(Any, self.client.delete(*self.k.values())))

@@ -15,47 +15,24 @@ relevance of every page judged in the crawl (smoothed) and ``m`` the
 pseudo-count that shrinks a page of few judged children towards it. A page none
 of whose children has been judged gets 0; one whose judged children were on
 topic more often than the crawl's pages gets a positive term; a waiting URL of
-several parents takes the best. With ``lower=False`` the term only lifts: a page
-whose judged children were off topic more often than the crawl's pages gets 0,
-not a negative term (measured in the README's Results: a wash against the
-default). The term moves priorities only when the frontier is re-scored (every
-``refresh`` pages, see the crawler's feedback loop).
-
-With ``expected``, u's children are compared with what the critic's views of
-their links predicted instead of with the crawl's mean: ``p̄`` becomes
-``(S_u + m·p̄) / (n_u + m)``, ``S_u`` the sum of the prior's scores of those
-links. A hub whose children the views already rated well gains nothing; one
-whose children beat the views' prediction (a list of names with neutral
-anchors) gains.
-
-With ``learned``, γ is not fixed but fitted during the crawl (:class:`LearnedWeight`):
-every judged link (u, v) records the critic's prior logit z of the link, the term
-t of u *before* v counted (γ = 1) and v's relevance; a logistic regression
-r ~ σ(a + b·z + c·t) on the last records then says how much t adds to z, and the
-term's weight becomes c / b, between 0 and the set γ. A crawl where siblings
-predict nothing the views did not (an encyclopedia's heterogeneous links) keeps
-a small weight; one of lists of alike pages (a department's student list) a large one.
+several parents takes the best. The term moves priorities only when the
+frontier is re-scored (every ``refresh`` pages, see the crawler's feedback loop).
 
 A link's source page travels with its payload as a 24-bit tag (:func:`source_tag`),
 the last column of the payload's side views (exact in float32), so that a
-frontier store keeps it without another format. With *regions*, the tag is that
-of the link's region of the page (:mod:`focused.page.regions`): each list of a
-page is a source of its own, with its own children and its own spread (damping).
-Two other versions were measured (README, Results) and not kept: q_r shrunk toward
-the page's q_u instead of p̄, and the page's term plus the region's correction to it.
+frontier store keeps it without another format.
 """
 
 from __future__ import annotations
 
 import math
-from collections import deque
 from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
 from focused.learning.apprentice.payload import LinkPayload, page_key, target_group
 
-__all__ = ["TAG_BITS", "LearnedWeight", "SiblingFeedback", "payload_tags", "source_tag"]
+__all__ = ["TAG_BITS", "SiblingFeedback", "payload_tags", "source_tag"]
 
 #: Bits of a source page's tag: integers below 2**24 are exact in float32.
 TAG_BITS = 24
@@ -65,23 +42,11 @@ _EPS = 1e-3
 #: Terms of at most this many links are looked up source by source; more (a re-scoring) through a sorted
 #: table of every source, rebuilt once after new evidence (rebuilding it per page would cost O(pages)).
 _FEW = 4096
-#: The learned weight is fitted on this many most recent judged links ...
-FIT_WINDOW = 20_000
-#: ... once at least MIN_FIT are recorded, again after every REFIT_EVERY new ones.
-MIN_FIT = 100
-REFIT_EVERY = 200
-#: ... and the records hold at least this many judged pages.
-MIN_PAGES = 20
-#: Ridge penalty of the fit's two slopes; the prior's slope b counts at least FLOOR_B in c / b.
-_RIDGE = 1.0
-_FLOOR_B = 0.25
 
 
-def source_tag(url: str, region: int | None = None) -> float:
-    """The tag of page ``url`` (or of one ``region`` of it) as a source of links: 24 bits of its
-    :func:`target_group`, as a float."""
-    key = page_key(url) if region is None else f"{page_key(url)}#{region}"
-    return float(target_group(key) & _MASK)
+def source_tag(url: str) -> float:
+    """The tag of page ``url`` as a source of links: 24 bits of its :func:`target_group`, as a float."""
+    return float(target_group(page_key(url)) & _MASK)
 
 
 def payload_tags(payloads: Sequence[LinkPayload], n_views: int = 2) -> np.ndarray:
@@ -93,51 +58,6 @@ def payload_tags(payloads: Sequence[LinkPayload], n_views: int = 2) -> np.ndarra
     )
 
 
-class LearnedWeight:
-    """γ fitted during the crawl: c / b of r ~ σ(a + b·z + c·t) over recent judged links, in [0, γ_max].
-
-    Each judged page weighs 1, shared by the links that led to it (a page linked from a hundred
-    fetched pages is one observation, not a hundred), and c is taken at the lower end of its
-    confidence interval (c − 2·s.e.), so the term earns its weight from evidence: none at first.
-    """
-
-    def __init__(self, max_weight: float) -> None:
-        self.max_weight = float(max_weight)
-        self.records: deque[tuple[float, float, float, float]] = deque(maxlen=FIT_WINDOW)  # z, t, r, weight
-        self.since_fit = 0
-        self.value = 0.0  # no term until the first fit
-        self.fits = 0
-
-    def add(self, z: list[float], t: list[float], relevance: float) -> None:
-        share = 1.0 / max(len(z), 1)
-        self.records.extend((a, b, relevance, share) for a, b in zip(z, t, strict=True))
-        self.since_fit += len(z)
-
-    def maybe_fit(self) -> None:
-        if len(self.records) < MIN_FIT or (self.fits and self.since_fit < REFIT_EVERY):
-            return
-        data = np.array(self.records, dtype=np.float64)
-        if data[:, 3].sum() < MIN_PAGES:
-            return
-        self.since_fit = 0
-        self.fits += 1
-        x = np.column_stack([np.ones(len(data)), data[:, 0], data[:, 1]])
-        y, weights = data[:, 2], data[:, 3]
-        w = np.zeros(3)
-        ridge = np.diag([0.0, _RIDGE, _RIDGE])
-        hess = ridge
-        for _ in range(25):  # Newton's method on the weighted, penalised log-loss (soft labels are fine)
-            p = 1.0 / (1.0 + np.exp(-np.clip(x @ w, -30, 30)))
-            grad = x.T @ (weights * (p - y)) + ridge @ w
-            hess = (x * (weights * p * (1 - p))[:, None]).T @ x + ridge + 1e-9 * np.eye(3)
-            step = np.linalg.solve(hess, grad)
-            w -= step
-            if np.abs(step).max() < 1e-6:
-                break
-        lower = w[2] - 2.0 * math.sqrt(max(float(np.linalg.inv(hess)[2, 2]), 0.0))
-        self.value = float(np.clip(lower / max(w[1], _FLOOR_B), 0.0, self.max_weight))
-
-
 class SiblingFeedback:
     """Per-source counts of judged children and the logit term they give (module docstring).
 
@@ -147,49 +67,27 @@ class SiblingFeedback:
         γ, the term's weight in logit units (> 0).
     pseudo_count
         ``m``: judged children that weigh as much as the crawl's mean relevance.
-    expected
-        Compare a source's children with the prior's scores of their links (module docstring).
-    learned
-        Fit γ during the crawl, at most ``weight`` (:class:`LearnedWeight`).
     spread_scale
         ``s`` (0: off): a source's term is scaled by 1 / (1 + (σ_u / s)²), σ_u the spread (standard
         deviation) of the critic's anchor logits over u's links. A list of alike links (names) keeps its
         term; a page whose anchors the critic already tells apart (an article) gets little.
-    regions
-        Each region of a page (a list, a section: :mod:`focused.page.regions`) is a source of
-        its own; the payloads' makers read this flag and tag links by region.
-    lower
-        Let the term lower links too (a source whose judged children were off topic more often than the
-        crawl's pages), the default; ``False``: it only lifts. ``learned`` fits its weight on the two-sided term.
     """
 
-    def __init__(
-        self,
-        weight: float,
-        pseudo_count: float = 2.0,
-        expected: bool = False,
-        learned: bool = False,
-        spread_scale: float = 0.0,
-        regions: bool = False,
-        lower: bool = True,
-    ) -> None:
+    def __init__(self, weight: float, pseudo_count: float = 2.0, spread_scale: float = 0.0) -> None:
         if not weight > 0:
             raise ValueError(f"the sibling weight must be > 0, got {weight}")
         if not pseudo_count > 0:
             raise ValueError(f"the sibling pseudo-count must be > 0, got {pseudo_count}")
         self.weight = float(weight)
         self.pseudo_count = float(pseudo_count)
-        self.expected = bool(expected)
         self.spread_scale = float(spread_scale)
-        self.regions = bool(regions)  # read by the payloads' makers: tag each link with its region
-        self.lower = bool(lower)
-        #: tag -> [n judged children, sum of their relevance, sum of the prior's scores of their links,
-        #: the spread of the critic's anchor logits over the source's links]
+        #: tag -> [n judged children, sum of their relevance, sum of the prior's scores of their links (no
+        #: term reads it; kept in the checkpoints' layout), the spread of the critic's anchor logits over the
+        #: source's links]
         self._children: dict[int, list[float]] = {}
         self.pages = 0
         self.relevance_sum = 0.0
         self._table: tuple[np.ndarray, np.ndarray] | None = None  # sorted tags, their counts
-        self.learned = LearnedWeight(weight) if learned else None
 
     # -- evidence ---------------------------------------------------------------------
 
@@ -204,9 +102,6 @@ class SiblingFeedback:
         else:
             keys = np.asarray(tags, dtype=np.float64).astype(np.int64).tolist()
             expected = [0.0] * len(keys) if prior is None else np.asarray(prior, dtype=np.float64).tolist()
-        if self.learned is not None:  # what each link's term said before this page counted
-            z = [_logit(min(max(score, _EPS), 1.0 - _EPS)) for score in expected]
-            self.learned.add(z, [self._unit_term(tag) for tag in keys], float(relevance))
         for tag, score in zip(keys, expected, strict=True):
             counts = self._children.setdefault(tag, [0.0, 0.0, 0.0, 0.0])
             counts[0] += 1.0
@@ -240,7 +135,7 @@ class SiblingFeedback:
 
     def note_source(self, payloads: Sequence[LinkPayload]) -> None:
         """The links of one fetched page (tagged payloads): with ``spread_scale``, note their anchors' spread,
-        source by source (a page's regions are sources of their own)."""
+        source by source."""
         sides = [p.side for p in payloads if p.side is not None and len(p.side) == 3]
         if self.spread_scale <= 0 or not sides:
             return
@@ -256,24 +151,16 @@ class SiblingFeedback:
     def page_judged(self, relevance: float) -> None:
         self.pages += 1
         self.relevance_sum += float(relevance)
-        if self.learned is not None:
-            self.learned.maybe_fit()
-
-    @property
-    def current_weight(self) -> float:
-        """γ now: the set weight, or the learned one."""
-        return self.weight if self.learned is None else self.learned.value
 
     def _unit_term(self, tag: int) -> float:
         """The term of source ``tag`` with γ = 1 (as :meth:`term`, for one source)."""
         counts = self._children.get(tag)
         if counts is None:
             return 0.0
-        n, total, prior, spread = counts
+        n, total, _, spread = counts
         p, m = self.mean_relevance, self.pseudo_count
         q = min(max((total + m * p) / (n + m), _EPS), 1.0 - _EPS)
-        base = min(max((prior + m * p) / (n + m), _EPS), 1.0 - _EPS) if self.expected else p
-        return (_logit(q) - _logit(base)) * self._damping(np.array([spread]))[0]
+        return (_logit(q) - _logit(p)) * self._damping(np.array([spread]))[0]
 
     @property
     def mean_relevance(self) -> float:
@@ -286,27 +173,22 @@ class SiblingFeedback:
         """The logit term of links from the source pages ``tags`` (0 for a source of no judged child)."""
         tags = np.asarray(tags, dtype=np.float64).astype(np.int64)  # −1: no tag, never a source's
         out = np.zeros(len(tags), dtype=np.float64)
-        weight = self.current_weight
-        if not self._children or not len(tags) or weight <= 0:
+        weight = self.weight
+        if not self._children or not len(tags):
             return out
         if len(tags) <= _FEW:  # a page's own links (one source): dict look-ups, no sorted table to rebuild
             units = {tag: self._unit_term(tag) for tag in set(tags.tolist())}
-            return self._signed(weight * np.array([units[tag] for tag in tags.tolist()], dtype=np.float64))
+            return weight * np.array([units[tag] for tag in tags.tolist()], dtype=np.float64)
         keys, counts = self._sorted()
         at = np.clip(np.searchsorted(keys, tags), 0, len(keys) - 1)
         known = keys[at] == tags
         if not known.any():
             return out
-        n, total, prior, spread = counts[at[known]].T
+        n, total, _, spread = counts[at[known]].T
         p, m = self.mean_relevance, self.pseudo_count
         q = np.clip((total + m * p) / (n + m), _EPS, 1.0 - _EPS)
-        base = np.clip((prior + m * p) / (n + m), _EPS, 1.0 - _EPS) if self.expected else p
-        out[known] = weight * (np.log(q / (1.0 - q)) - np.log(base / (1.0 - base))) * self._damping(spread)
-        return self._signed(out)
-
-    def _signed(self, terms: np.ndarray) -> np.ndarray:
-        """The terms as served: negative ones kept only with ``lower``."""
-        return terms if self.lower else np.maximum(terms, 0.0)
+        out[known] = weight * (np.log(q / (1.0 - q)) - np.log(p / (1.0 - p))) * self._damping(spread)
+        return out
 
     def _damping(self, spread: np.ndarray) -> np.ndarray:
         """1 / (1 + (σ_u / s)²) of sources of anchor spread σ_u; 1 without ``spread_scale``."""
@@ -330,15 +212,6 @@ class SiblingFeedback:
             "siblings_tags": keys.astype(np.int64),
             "siblings_counts": counts.copy(),
             "siblings_pages": np.array([self.pages, self.relevance_sum], dtype=np.float64),
-            **(self._learned_arrays() if self.learned is not None else {}),
-        }
-
-    def _learned_arrays(self) -> dict[str, np.ndarray]:
-        assert self.learned is not None
-        learned = self.learned
-        return {
-            "siblings_records": np.array(learned.records, dtype=np.float64).reshape(-1, 4),
-            "siblings_weight": np.array([learned.value, learned.since_fit, learned.fits], dtype=np.float64),
         }
 
     def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
@@ -352,13 +225,6 @@ class SiblingFeedback:
         pages, total = np.asarray(arrays["siblings_pages"], dtype=np.float64).ravel()[:2]
         self.pages, self.relevance_sum = int(pages), float(total)
         self._table = None
-        if self.learned is not None and "siblings_records" in arrays:
-            records = np.asarray(arrays["siblings_records"], dtype=np.float64).reshape(-1, 4)
-            self.learned.records.clear()
-            self.learned.records.extend((a, b, c, d) for a, b, c, d in records.tolist())
-            value, since, fits = np.asarray(arrays["siblings_weight"], dtype=np.float64).ravel()[:3]
-            self.learned.value = float(np.clip(value, 0.0, self.learned.max_weight))
-            self.learned.since_fit, self.learned.fits = int(since), int(fits)
 
 
 def _logit(p: float) -> float:

@@ -14,7 +14,6 @@ from collections.abc import Mapping
 import numpy as np
 
 from focused.learning.apprentice.explore import NoveltyBonus
-from focused.learning.apprentice.gate import SwitchGate
 from focused.learning.apprentice.payload import LinkPayload
 from focused.learning.apprentice.payload import pack as _pack
 from focused.learning.apprentice.payload import unpack_bytes as _unpack_bytes
@@ -29,11 +28,9 @@ class OnlineState:
     _lock: threading.Lock
     _pending: dict[str, list[LinkPayload]]
     _fetched: dict[str, float]
-    _buffer: list[tuple[LinkPayload, float, int]]
-    _stale: list[int]
+    _buffer: list[tuple[LinkPayload, float]]
     _pages_in_batch: int
     instances_seen: int
-    gate: SwitchGate | None
     explore: NoveltyBonus | None
     siblings: SiblingFeedback | None
 
@@ -49,13 +46,11 @@ class OnlineState:
             counts = np.array([len(self._pending[k]) for k in pending_keys], dtype=np.int64)
             fetched_keys = list(self._fetched)
             fetched = np.array([self._fetched[k] for k in fetched_keys], dtype=np.float64)
-            buffered = [p for p, _, _ in self._buffer]
-            buffer_rel = np.array([r for _, r, _ in self._buffer], dtype=np.float64)
-            buffer_groups = np.array([g for _, _, g in self._buffer], dtype=np.int64)
+            buffered = [p for p, _ in self._buffer]
+            buffer_rel = np.array([r for _, r in self._buffer], dtype=np.float64)
             header = {
                 "pages_in_batch": self._pages_in_batch,
                 "instances_seen": self.instances_seen,
-                "gate": self.gate.state() if self.gate is not None else None,
                 "pending_keys": pending_keys,
                 "fetched_keys": fetched_keys,
             }
@@ -70,7 +65,6 @@ class OnlineState:
             "buffer_data": buffer_data,
             "buffer_lengths": buffer_lengths,
             "buffer_relevance": buffer_rel,
-            "buffer_groups": buffer_groups,
             **(self.explore.state_arrays() if self.explore is not None else {}),
             **(self.siblings.state_arrays() if self.siblings is not None else {}),
         }
@@ -88,8 +82,7 @@ class OnlineState:
             raise ValueError("fetched pages do not match their keys")
         buffered = _unpack_bytes(arrays["buffer_data"], arrays["buffer_lengths"])
         buffer_rel = [float(r) for r in arrays["buffer_relevance"]]
-        groups = [int(g) for g in arrays["buffer_groups"]] if "buffer_groups" in arrays else [-1] * len(buffer_rel)
-        if not len(buffered) == len(buffer_rel) == len(groups):
+        if len(buffered) != len(buffer_rel):
             raise ValueError("buffered instances do not match their relevances")
         grouped: dict[str, list[LinkPayload]] = {}
         i = 0
@@ -99,12 +92,9 @@ class OnlineState:
         with self._lock:
             self._pending = grouped
             self._fetched = dict(zip(header["fetched_keys"], fetched, strict=True))
-            self._buffer = list(zip(buffered, buffer_rel, groups, strict=True))
-            self._stale = []
+            self._buffer = list(zip(buffered, buffer_rel, strict=True))
             self._pages_in_batch = int(header["pages_in_batch"])
             self.instances_seen = int(header["instances_seen"])
-            if self.gate is not None and header.get("gate"):
-                self.gate.restore(header["gate"])
             if self.explore is not None:
                 self.explore.restore_arrays(arrays)
             if self.siblings is not None:

@@ -15,13 +15,10 @@ import warnings
 import numpy as np
 from sklearn.linear_model import LogisticRegression
 
-from focused.learning.apprentice.offset_fit import fit_offset_logistic
-
 __all__ = [
     "add_counts",
     "equal_prob_threshold",
     "flat_sigmoid",
-    "fold_of",
     "grown",
     "nb_weights",
     "normalize_evidence",
@@ -134,25 +131,6 @@ def rebucket(counts: np.ndarray, indptr: np.ndarray, ids: np.ndarray, rel: np.nd
         add_counts(counts, ids[pos], ~to_high, -1)
 
 
-def fold_of(n: int, folds: int, groups: np.ndarray | None = None) -> np.ndarray:
-    """The calibration fold (0..folds−1) of each of ``n`` instances.
-
-    Without ``groups`` instance i is in fold ``i mod folds`` (round robin over
-    the sample). With ``groups`` (n non-negative ints, e.g. a hash of each
-    link's target page) instance i is in fold ``groups[i] mod folds``: all the
-    links to one page are held out together, so a popular target's anchor
-    words are never both in the fold's training counts and in the fold itself.
-    A negative group (unknown target) falls back to the round robin.
-    """
-    position = np.arange(n) % folds
-    if groups is None:
-        return position
-    groups = np.asarray(groups, dtype=np.int64)
-    if groups.shape != (n,):
-        raise ValueError(f"{groups.size} groups for {n} instances")
-    return np.where(groups >= 0, groups % folds, position)
-
-
 def stacked_sigmoid(
     counts: np.ndarray,
     rel: np.ndarray,
@@ -165,10 +143,6 @@ def stacked_sigmoid(
     normalize: str,
     folds: int,
     max_instances: int,
-    side_offset: np.ndarray | None = None,
-    offset_penalty: float = 10.0,
-    correct_views: bool = False,
-    groups: np.ndarray | None = None,
 ) -> tuple[float, float, np.ndarray]:
     """Fit σ(a·score + side·w + b) to held-out scores of the most recent instances (cross-fitting).
 
@@ -176,22 +150,14 @@ def stacked_sigmoid(
     each fold costs time in its own size only, whatever the history. The
     side features are already out-of-sample (the critic never saw the link),
     so they enter the logistic regression as they are: it learns how much
-    each view of the critic adds to the link context (stacking).
-
-    With ``side_offset`` (fixed weights w₀ of the side features) the prior
-    ``w₀·side`` is an offset that the fit only corrects with the link context
-    (and, with ``correct_views``, a change Δw of the views' weights), with
-    ``offset_penalty`` as the shrinkage of the correction
-    (:mod:`focused.learning.apprentice.offset_fit`); the returned side weights are ``w₀ + Δw``.
-
-    ``groups`` (one int per instance, all ``n``) assigns the folds by group
-    (:func:`fold_of`) instead of round robin.
+    each view of the critic adds to the link context (stacking). The folds are
+    a round robin over the sample (instance i in fold ``i mod folds``).
     """
     n, n_side = len(rel), side.shape[1]
     sample = np.arange(max(0, n - max_instances), n)
     k = folds if len(sample) >= 2 * folds else 1
     scores = np.zeros(len(sample))
-    fold_ids = fold_of(len(sample), k, None if groups is None else np.asarray(groups)[sample])
+    fold_ids = np.arange(len(sample)) % k
     y = high[sample]
     n_high = int(np.count_nonzero(high))
     totals = counts.sum(axis=1)
@@ -232,9 +198,6 @@ def stacked_sigmoid(
         n_known = lengths - np.bincount(row_of[unknown], minlength=rows.size).astype(np.float64)
         scores[in_fold] = normalize_evidence(evidence, n_known, normalize, prior)
     no_side = np.zeros(n_side)
-    if side_offset is not None:
-        w0 = np.asarray(side_offset, dtype=np.float64)
-        return _offset_sigmoid(scores, side[sample], y, w0, offset_penalty, correct_views)
     if y.all() or not y.any():
         logger.debug("Apprentice calibration sample is degenerate; predicting the base rate")
         return (*flat_sigmoid(y), no_side)
@@ -260,30 +223,3 @@ def stacked_sigmoid(
             lr_model.fit(S, y)
         return 1e-6, float(lr_model.intercept_[0]), lr_model.coef_[0].copy()
     return slope, float(lr_model.intercept_[0]), side_weights
-
-
-def _offset_sigmoid(
-    scores: np.ndarray, side: np.ndarray, y: np.ndarray, w0: np.ndarray, penalty: float, correct_views: bool
-) -> tuple[float, float, np.ndarray]:
-    """σ(w₀·side + a·score [+ Δw·side] + b) with a (and Δw) shrunk towards 0: the prior, corrected.
-
-    Without ``correct_views`` only the link context corrects the prior: the
-    views keep the prior's weights, which a sample of links the prior itself
-    chose to fetch is ill placed to re-weigh (it selected on them).
-    """
-    if w0.shape != (side.shape[1],):
-        raise ValueError(f"side_offset has {w0.size} weights for {side.shape[1]} side features")
-    offset = side @ w0
-    if y.all() or not y.any():
-        # one bucket only: nothing to correct; the intercept alone cannot change the prior's order
-        rate = float(np.clip(np.mean(y), 1e-3, 1 - 1e-3))
-        return 1e-6, math.log(rate / (1 - rate)) - float(np.mean(offset)), w0.copy()
-    scale = float(np.std(scores)) or 1.0
-    views = side if correct_views else side[:, :0]
-    coef, intercept = fit_offset_logistic(np.column_stack([scores / scale, views]), y, offset, penalty)
-    if coef[0] <= 0:
-        # the link context does not rank HIGH above LOW on held-out data: no correction from it
-        logger.info("Apprentice link-context evidence is not predictive on held-out data (slope %.3g)", coef[0])
-        coef, intercept = fit_offset_logistic(views, y, offset, penalty)
-        return 1e-6, intercept, w0 + (coef if correct_views else 0.0)
-    return float(coef[0]) / scale, intercept, w0 + (coef[1:] if correct_views else 0.0)

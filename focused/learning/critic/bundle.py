@@ -152,6 +152,21 @@ def _url_words(features: dict[str, Any], vocabulary: Any) -> list[str] | None:
     return vocabulary
 
 
+#: What to do about a bad model file of the user's own (``make models`` rebuilds only the default ones).
+OWN_MODEL_HINT = (
+    "Give the path of a critic model file (.npz), or make one with `focused train-topic` (from example pages) "
+    "or `focused train-critic`."
+)
+
+
+def _is_shipped(path: str | Path) -> bool:
+    """Whether ``path`` names one of the default models (``models/NAME``), which ``make models`` rebuilds."""
+    from focused.paths import MODELS_DIR, shipped_models
+
+    path = Path(path)
+    return path.parent.name == MODELS_DIR and f"{MODELS_DIR}/{path.name}" in shipped_models()
+
+
 def read_critic_file(
     path: str | Path, kinds: Mapping[str, Collection[int]], build: Callable[[dict[str, Any]], _T]
 ) -> _T:
@@ -160,7 +175,9 @@ def read_critic_file(
     Every problem, in the file or in the bundle it holds, is a one-line :class:`ModelError`
     naming the file.
     """
-    bundle = read_model(path, kinds, what="critic model", hint=REBUILD_HINT, error=ModelError)
+    # a missing file of the user's own is not fixed by rebuilding the default models
+    hint = OWN_MODEL_HINT if not Path(path).exists() and not _is_shipped(path) else REBUILD_HINT
+    bundle = read_model(path, kinds, what="critic model", hint=hint, error=ModelError)
     try:
         return build(bundle)
     except ModelError as exc:

@@ -16,7 +16,7 @@ counts, sublinear tf-idf weighted and L2-normalised, trained on the critic's
 own training pages. On the same held-out universities its verdicts have an
 average precision of 0.66. As the parent view of a link's prior it is worse
 (its probabilities are sharp and blend badly with the anchor view: the
-README's ceiling study), so a critic with a head keeps the naive Bayes
+ceiling study in docs/results.md), so a critic with a head keeps the naive Bayes
 posterior for that (:attr:`~focused.learning.critic.topics.Verdict.link_relevance`).
 
 Scoring needs numpy and scipy only: the weights are stored as a sparse matrix

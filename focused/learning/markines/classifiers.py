@@ -1,7 +1,7 @@
 """Markines et al. (2004): binary word-presence classifiers of pages and of link contexts.
 
 Markines, Erdinc and Stoilova, *Focused Crawlers vs Accelerated Focused Crawlers*
-(``../shared/papers/001_*``) score a link either by the relevance of its whole source
+(project report, April 2004) score a link either by the relevance of its whole source
 page (their *baseline*) or by the words around the link in the source page (their
 *apprentice*: words at DOM distance <= 10 on either side of the ``<a>``, no offsets),
 each with three classifiers over the *presence* of k selected words:
