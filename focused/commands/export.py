@@ -18,17 +18,7 @@ from collections.abc import Iterator
 from email.utils import formatdate
 from pathlib import Path
 
-from focused.cli import CommandError
-
-
-def _threshold(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 1")
-    return value
+from focused.cli import CommandError, probability
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -46,7 +36,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--relevant", action="store_true", help="only the pages the critic judged relevant (Pr(c*|v) >= --threshold)"
     )
-    parser.add_argument("--threshold", type=_threshold, default=0.5, help="Pr(c*|v) of a relevant page (0.5)")
+    parser.add_argument("--threshold", type=probability, default=0.5, help="Pr(c*|v) of a relevant page (0.5)")
     parser.set_defaults(func=run)
 
 

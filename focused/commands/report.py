@@ -13,17 +13,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from focused.cli import CommandError
-
-
-def _threshold(text: str) -> float:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value} is not between 0 and 1")
-    return value
+from focused.cli import CommandError, probability
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -36,7 +26,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument("db", metavar="CRAWL.sqlite", help="the crawl database")
     parser.add_argument("-o", "--out", help="the HTML file (default: the database's name with .html)")
     parser.add_argument("--labels", help="hand labels (url<TAB>label): the loss curve by them, not by the critic")
-    parser.add_argument("--threshold", type=_threshold, default=0.5, help="Pr(c*|v) of a relevant page (0.5)")
+    parser.add_argument("--threshold", type=probability, default=0.5, help="Pr(c*|v) of a relevant page (0.5)")
     parser.add_argument(
         "--baseline",
         metavar="OTHER.sqlite",
