@@ -1,8 +1,8 @@
 """Every ``FOCUSED_*`` setting with its default, in one place.
 
-Components read these through ``crawler.settings`` (typed getters); the
-project settings module merges them in, so a value set with ``-s`` or in a
-spider's ``custom_settings`` wins. The ``#:`` comment above each setting is its
+Components read them with :func:`focused.settings.access.setting` (typed as the
+default, and defaulting to it, whether or not the project's settings module is
+in use); a value set with ``-s`` or in a spider's ``custom_settings`` wins. The ``#:`` comment above each setting is its
 documentation: ``focused settings-doc`` writes docs/settings.md from them.
 """
 
