@@ -1,10 +1,12 @@
 # focused: a learning focused crawler on Scrapy.  `make help` lists the targets.
 PYTHON ?= python3
 PIP ?= $(PYTHON) -m pip
-TOPIC ?= course
+# the demo's own defaults (focused demo --help) unless given: make crawl TOPIC=course COMPARE=none
+TOPIC ?=
 SEEDS ?=
-STRATEGY ?= apprentice
-PAGES ?= 300
+STRATEGY ?=
+PAGES ?=
+COMPARE ?=
 BENCH_ARGS ?=
 INSTALLED := .make/install.stamp
 
@@ -46,11 +48,11 @@ install-chromium:  ## install chromium from Debian's packages (as root; CI): the
 		rm -f $$log; echo "installed $$(chromium --version 2>/dev/null)"; \
 	fi
 
-crawl: $(INSTALLED)  ## offline demo crawl of the WebKB replay; SEEDS=url[,url] TOPIC=... crawls the live web
+crawl: $(INSTALLED)  ## offline demo: the default crawler beside the baseline on a held-out WebKB university; SEEDS=url[,url] TOPIC=... crawls the live web
 ifeq ($(strip $(SEEDS)),)
-	$(PYTHON) -m focused demo --topic $(TOPIC) --strategy $(STRATEGY) --pages $(PAGES)
+	$(PYTHON) -m focused demo$(if $(TOPIC), --topic $(TOPIC))$(if $(STRATEGY), --strategy $(STRATEGY))$(if $(PAGES), --pages $(PAGES))$(if $(COMPARE), --compare $(COMPARE))
 else
-	scrapy crawl focused -a topic=$(TOPIC) -a seeds=$(SEEDS) -a strategy=$(STRATEGY)
+	scrapy crawl focused -a topic=$(or $(TOPIC),course) -a seeds=$(SEEDS) -a strategy=$(or $(STRATEGY),apprentice)$(if $(PAGES), -a max_pages=$(PAGES))
 endif
 
 demo: crawl  ## same as `make crawl`

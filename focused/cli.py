@@ -32,6 +32,7 @@ COMMAND_MODULES = (
     "train_topic",
     "settings_doc",
     "export",
+    "quarantine",
 )
 
 

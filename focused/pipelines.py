@@ -23,11 +23,12 @@ from scrapy.utils.job import job_dir
 from focused import signals
 from focused.core.budget import PageBudget
 from focused.core.runtime import CrawlRuntime
-from focused.crawldb import CrawlDB, CrawlDBError
+from focused.crawldb import CrawlDB, CrawlDBError, check_crawl_db
 from focused.crawldb.jobfile import read_job, write_job
 from focused.errors import ConfigError
 from focused.items import PageItem
 from focused.paths import project_path
+from focused.settings import defaults
 from focused.settings.access import setting
 from focused.signals import LabelledPage
 
@@ -65,6 +66,21 @@ class CriticPipeline:
         self.relevance_sum = 0.0
         self.continued = False
         self.writer_failed = False
+        self._check_db_file()
+
+    def _check_db_file(self) -> None:
+        """A file where the crawl database goes that is none: one line before the crawl starts.
+
+        Found here, while Scrapy builds the crawl, the error ends it in one line; found when the
+        spider opens, Scrapy would add a traceback of its own (its stats never started).
+        """
+        job = read_job(self.jobdir) if self.jobdir else None
+        named = (job or {}).get("crawl_db") or ("" if "{" in self.db_template else self.db_template)
+        if named:
+            try:
+                check_crawl_db(project_path(named))
+            except CrawlDBError as exc:
+                raise ConfigError(str(exc)) from exc
 
     @classmethod
     def from_crawler(cls, crawler: Crawler) -> Self:
@@ -90,6 +106,7 @@ class CriticPipeline:
         path: Path | None = None
         if job is not None and job.get("crawl_db"):
             path = Path(job["crawl_db"])
+            self._warn_other_db(path)
         elif self.db_template:
             path = project_path(self.db_path())
         if path is not None:
@@ -101,6 +118,21 @@ class CriticPipeline:
         if self.pages:
             logger.info("Resuming at page %d (harvest %.3f so far)", self.pages, self.relevance_sum / self.pages)
             self._update_stats()
+
+    def _warn_other_db(self, path: Path) -> None:
+        """One line when a resumed crawl is given another database (``-a db=``) than its job's: the job's is used."""
+        if not self.db_template or self.db_template == defaults.FOCUSED_DB:
+            return
+        if "{" not in self.db_template and project_path(self.db_template).resolve() == path.resolve():
+            return
+        logger.warning(
+            "This crawl resumes the job in %s, which writes the crawl database %s; -a db=%s is not used "
+            "(to write another database, start a new job: another JOBDIR)",
+            self.jobdir,
+            path,
+            self.db_template,
+        )
+        self.stats.set_value("focused/db/other_ignored", self.db_template)
 
     def _open_db(self, path: Path, *, resumed: bool) -> None:
         continued = resumed and path.exists()

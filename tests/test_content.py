@@ -37,6 +37,29 @@ def test_random_bytes_are_binary_in_any_encoding(encoding: str) -> None:
     assert looks_binary(b"<html><body>" + body.replace(b"\x00", b"") + b"</body></html>", encoding)
 
 
+SHORT_LATIN = "<html><body><p>Élève à l'école: café, crème brûlée, déjà vu, naïve façade.</p></body></html>"
+
+
+def test_text_that_decodes_with_a_few_errors_is_text() -> None:
+    """The probe's 147-byte page of invalid UTF-8: Latin-1 text served as UTF-8 (an undecodable byte in every
+    accented letter, 12 % of the page) was skipped as binary; it has no control character, so it is text."""
+    body = (SHORT_LATIN + " " * (147 - len(SHORT_LATIN))).encode("latin-1")
+    assert len(body) == 147
+    with pytest.raises(UnicodeDecodeError):
+        body.decode("utf-8")
+    assert body.decode("utf-8", "replace").count("\ufffd") > 0.05 * len(body)  # over the old 5 % threshold
+    assert not looks_binary(body, "utf-8")
+    garbled = b"<html><body><p>Some words, then " + bytes(range(0x80, 0xA0)) + b" and more words.</p></body></html>"
+    assert not looks_binary(garbled, "utf-8")  # 32 undecodable bytes in 100 of text: still text
+
+
+@pytest.mark.parametrize("seed", range(20))
+def test_short_random_bodies_are_still_binary(seed: int) -> None:
+    """A page as short as the one above but of random bytes (no NUL): its control characters give it away."""
+    body = random.Random(seed).randbytes(147).replace(b"\x00", b"")
+    assert looks_binary(body, "utf-8") and looks_binary(body, "cp1252")
+
+
 def test_a_nul_byte_in_a_narrow_encoding_is_binary() -> None:
     assert looks_binary(b"<html><body>hello\x00world</body></html>", "utf-8")
 

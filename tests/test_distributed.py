@@ -15,7 +15,7 @@ import subprocess
 import time
 
 import pytest
-from scrapy import Request
+from scrapy import Request, signals
 from scrapy.exceptions import DontCloseSpider
 from scrapy.settings import Settings
 
@@ -48,14 +48,21 @@ def test_auto_store_is_redis_when_redis_url_is_set(redis_server):
 def test_two_schedulers_share_the_frontier_and_the_seen_set(redis_server):
     settings = redis_settings(redis_server)
     _, a = make_scheduler(**settings)
-    _, b = make_scheduler(**settings)
+    crawler_b, b = make_scheduler(**settings)
+    dropped = []
+    crawler_b.signals.connect(lambda request: dropped.append(request.url), signal=signals.request_dropped, weak=False)
     assert a.enqueue_request(Request("http://x.test/1", priority=1))
-    assert b.enqueue_request(Request("http://x.test/1", priority=5)) is False  # merged, not added twice
+    assert len(a) == 1  # a's next call pushed it
+    # b's requests go to Redis together at b's next call: the merge is counted and signalled then
+    assert b.enqueue_request(Request("http://x.test/1", priority=5))
     assert b.enqueue_request(Request("http://x.test/2"))
+    assert len(b) == 2 and dropped == ["http://x.test/1"]  # merged, not added twice
+    assert crawler_b.stats.get_value("focused/frontier/merged") == 1
+    assert crawler_b.stats.get_value("scheduler/enqueued") == 1
     # retries and the like (dont_filter) of two workers never collide
     assert a.enqueue_request(Request("http://x.test/3", dont_filter=True))
     assert b.enqueue_request(Request("http://x.test/3", dont_filter=True))
-    assert len(a) == len(b) == 4
+    assert len(a) == 3 and len(b) == 4 and len(a) == 4  # each pushed its own at its call
     first = b.next_request()
     assert first is not None and first.url == "http://x.test/1" and first.priority == 5
     assert sorted(drain(a)) == ["http://x.test/2", "http://x.test/3", "http://x.test/3"]
@@ -75,6 +82,7 @@ def test_workers_popping_in_turn_follow_one_global_best_first_order(redis_server
     for i, p in enumerate(priorities):
         for s in ((a, b)[i % 2], single):  # the two workers discover the URLs in turn
             s.enqueue_request(Request(f"http://x.test/{i}", priority=p))
+            len(s)  # a worker's next call sends what it found: FIFO ties count from then
     shared = [(a, b)[i % 2].next_request().url for i in range(len(priorities))]
     assert shared == drain(single)
     a.close("finished")

@@ -124,3 +124,24 @@ def test_a_pages_payloads_encoded_together_are_the_bytes_encoded_one_by_one():
     mixed = [LinkPayload(np.array([1], np.int32)), LinkPayload(np.array([2], np.int32), np.zeros(2, np.float32))]
     assert encode_payloads(mixed) == [encode_payload(p) for p in mixed]
     assert encode_payloads([]) == []
+
+
+def test_a_batch_decodes_unsorted_ids_large_ids_and_empty_payloads_exactly():
+    # one running sum modulo 2**32 restarted at each payload: ids near 2**31, unsorted ids (negative gaps)
+    # and payloads without ids between others must all come back as stored
+    rng = np.random.default_rng(7)
+    side = np.array([0.5, -1.0], np.float32)
+    odd = [
+        LinkPayload(np.array([2**31 - 1, 2**31 - 1], np.int32), side),
+        LinkPayload(np.array([], np.int32), side),
+        LinkPayload(np.array([900, 3, 2**30, 0], np.int32), side),  # unsorted: the plain kind
+        LinkPayload(np.array([0, 0, 65_535, 65_535 * 2], np.int32), side),  # widest gaps of the compact kind
+    ]
+    entries = [[*odd[:2]], [], [odd[2], _payload(rng, 30)], [odd[3], _payload(rng, 5, sparse=True), odd[1]]]
+    blobs = _blobs(entries)
+    batch = decode_link_batch(blobs)
+    assert batch is not None
+    for i, entry in enumerate(entries):
+        got = batch[i]
+        assert [p.ids.tolist() for p in got] == [p.ids.tolist() for p in entry]
+        assert [p.side.tolist() for p in got] == [p.side.tolist() for p in entry]

@@ -64,6 +64,7 @@ class PageAnalysis:
             d_max=online.d_max if online is not None else None,
             n_features=online.learner.n_features if online is not None else 0,
             max_links=max_links,
+            time_budget=setting(crawler.settings, "FOCUSED_PAGE_TIME_BUDGET"),
         )
         self.config, self.workers = config, workers
         self.start_after = start_after
@@ -82,9 +83,10 @@ class PageAnalysis:
         response: TextResponse,
         html: str,
         follow: bool,
-        inline: Callable[[TextResponse, str, bool], Awaitable[Read]],
+        inline: Callable[[TextResponse, str, bool], Awaitable[Read | None]],
     ) -> Read | None:
-        """The page's parse, outlinks and unread links; None if workers died twice reading it (dropped)."""
+        """The page's parse, outlinks and unread links; None if workers died twice reading it (dropped) or
+        it took longer than ``FOCUSED_PAGE_TIME_BUDGET`` (skipped)."""
         if self.start_after:  # auto: a short crawl does without
             self._pages_before += 1
             if self._pages_before <= self.start_after:
@@ -117,6 +119,9 @@ class PageAnalysis:
                 return await inline(response, html, follow)
             pool.completed += 1
             self.crawler.stats.inc_value("focused/analysis/pages")
+            if analysis.too_slow:
+                skipped_slow(self.crawler, response.url)
+                return None
             if analysis.verdict is not None:
                 self.runtime.remember(response.url, analysis.verdict)
             if analysis.fingerprinted:
@@ -151,6 +156,13 @@ class PageAnalysis:
     def close(self) -> None:
         if self.pool is not None:
             self.pool.close()
+
+
+def skipped_slow(crawler: Crawler, url: str) -> None:
+    """Count and log a page skipped because reading it took longer than ``FOCUSED_PAGE_TIME_BUDGET``."""
+    crawler.stats.inc_value("focused/pages/skipped_slow")
+    budget = setting(crawler.settings, "FOCUSED_PAGE_TIME_BUDGET")
+    logger.warning("Page skipped: reading %s took longer than FOCUSED_PAGE_TIME_BUDGET (%gs)", url, budget)
 
 
 def _portable(critic: object, topic: object) -> bool:

@@ -31,7 +31,7 @@ from typing import Any
 from focused.analysis.outlinks import take_links
 from focused.learning.apprentice.linkids import page_link_ids
 from focused.page.parse import parse_page
-from focused.page.parsed import ParsedPage
+from focused.page.parsed import PageTooSlow, ParsedPage
 from focused.page.simhash import simhash
 
 
@@ -46,6 +46,8 @@ class AnalysisConfig:
     d_max: int | None = None
     n_features: int = 0
     max_links: int = 3000
+    #: Seconds a page may take (FOCUSED_PAGE_TIME_BUDGET); 0: no limit.
+    time_budget: float = 0.0
 
 
 @dataclass
@@ -59,11 +61,18 @@ class Analysis:
     fingerprinted: bool = False
     fingerprint: int | None = None
     verdict: Any = None
+    #: The page took longer than the time budget: skipped, nothing else is set.
+    too_slow: bool = False
 
 
-def analyze_page(config: AnalysisConfig, html: str, url: str, encoding: str, follow: bool) -> Analysis:
-    """Everything :class:`AnalysisConfig` asks of one page, as the crawl process would compute it."""
-    parsed = parse_page(html)
+def analyze_page(
+    config: AnalysisConfig, html: str, url: str, encoding: str, follow: bool, deadline: float | None = None
+) -> Analysis:
+    """Everything :class:`AnalysisConfig` asks of one page, as the crawl process would compute it.
+
+    ``deadline`` (a :func:`time.monotonic` time) bounds the parse (:func:`~focused.page.parse.parse_page`).
+    """
+    parsed = parse_page(html, deadline)
     links, over = take_links(parsed, url, encoding, config.max_links) if follow else ([], 0)
     result = Analysis(parsed, links, over)
     if config.fingerprints:
@@ -106,6 +115,8 @@ def _start_worker(config: AnalysisConfig, parent: int) -> None:
     # Ctrl-C reaches the whole process group: the crawl process shuts down gracefully and still needs
     # its worker for the pages in flight; it stops the worker itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    # The time budget of a page: an alarm interrupts whatever reads it (pages are read in this main thread).
+    signal.signal(signal.SIGALRM, _too_slow)
     # A crawl process killed outright (SIGKILL, OOM) cannot stop its worker, and the worker holds both
     # ends of its own queue, so it would wait for pages forever: it leaves when its parent is gone.
     # The crawl process's pid comes from it: a worker whose crawl was killed while the worker was still
@@ -123,8 +134,27 @@ def _ready() -> None:
     """Nothing: run once per worker to start it."""
 
 
+def _too_slow(signum: int, frame: object) -> None:
+    raise PageTooSlow("the page's time budget is spent")
+
+
 def _analyze(html: str, url: str, encoding: str, follow: bool) -> Analysis:
-    return analyze_page(_config, html, url, encoding, follow)
+    """One page, within the time budget: a page still being read when it is spent comes back ``too_slow``.
+
+    The budget is a timer (``SIGALRM``) in this process, so that it stops any part of the reading that runs
+    Python code (the streaming parser, the links, the critic), and a deadline the streaming parser checks.
+    """
+    budget = _config.time_budget
+    if budget <= 0:
+        return analyze_page(_config, html, url, encoding, follow)
+    try:
+        try:
+            signal.setitimer(signal.ITIMER_REAL, budget)
+            return analyze_page(_config, html, url, encoding, follow, time.monotonic() + budget)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+    except PageTooSlow:
+        return Analysis(ParsedPage(), [], 0, too_slow=True)
 
 
 class AnalysisPool:

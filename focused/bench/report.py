@@ -142,6 +142,11 @@ def markdown(result: dict[str, Any]) -> str:
                 ]
                 lines.append(f"| {name} | " + " | ".join(fmt(g) for g in cells) + " |")
         lines.extend(_apprentice_tables(result, track, tsum))
+        figures = result["tracks"].get(track, {}).get("critics")
+        if figures:
+            from focused.bench.examples import figures_markdown
+
+            lines.extend(figures_markdown(track, figures))
     tp = result.get("throughput")
     if tp:
         lines.append(

@@ -22,7 +22,7 @@ from typing import Any
 from focused.bench.runner import PROJECT_ROOT, CrawlResult, CrawlSpec, run_crawl, stats_path
 from focused.bench.runs import Run, crawl_figures, failed_run
 from focused.bench.summary import ORACLES, summarize
-from focused.bench.tracks import Case, Track
+from focused.bench.tracks import Case, ExtraJob, Track
 from focused.learning.critic.load import load_critic
 from focused.replay.server import ReplayServer
 from focused.settings import defaults
@@ -134,8 +134,10 @@ class BenchConfig:
     reuse: bool = False
 
 
-def _spec(config: BenchConfig, track: Track, case: Case, strategy: str, proxy: str, repeat: int) -> CrawlSpec:
-    name = f"{track.name}-{case.group}-{case.topic}-{strategy}-r{repeat}".replace("/", "_").replace(":", "-")
+def _spec(
+    config: BenchConfig, track: Track, case: Case, strategy: str, proxy: str, repeat: int, label: str = ""
+) -> CrawlSpec:
+    name = f"{track.name}-{case.group}-{case.topic}-{label or strategy}-r{repeat}".replace("/", "_").replace(":", "-")
     base_strategy, variant_settings = split_strategy(strategy)
     settings: dict[str, Any] = {"FOCUSED_LOG_EVERY": 250, **config.extra_settings, **variant_settings}
     if config.repeats > 1:
@@ -212,18 +214,24 @@ def _train_offline(track: Track, case: Case, strategy: str, config: BenchConfig)
     return out
 
 
+def track_strategies(config: BenchConfig, track: Track) -> tuple[str, ...]:
+    """What a track's runs are reported as: its strategies (or ``--strategies``), then its extra jobs' labels."""
+    return tuple(dict.fromkeys([*(track.strategies or config.strategies), *(job.label for job in track.extra)]))
+
+
 def run_track(config: BenchConfig, track: Track) -> list[Run]:
     runs: list[Run] = []
+    strategies = track.strategies or config.strategies
     jobs = [
         (case, strategy, repeat)
         for case in track.cases
-        for strategy in config.strategies
+        for strategy in strategies
         for repeat in range(config.repeats if strategy not in ORACLES else 1)
     ]
     # offline apprentices train on baseline crawls, so they run in a second phase
     offline = [j for j in jobs if needs_offline_model(j[1])]
     online = [j for j in jobs if j not in offline]
-    if offline and "baseline" not in config.strategies:
+    if offline and "baseline" not in strategies:
         online += [(case, "baseline", 0) for case in track.cases]
     with ExitStack() as stack:
         # one replay per confinement: a confined case's proxy 404s every page outside its groups
@@ -259,10 +267,19 @@ def run_track(config: BenchConfig, track: Track) -> list[Run]:
             )
             return run
 
+        def extra(job: ExtraJob) -> Run:
+            spec = _spec(config, track, job.case, job.strategy, proxies[job.case.confine], job.repeat, job.label)
+            result = reuse_crawl(spec) if config.reuse else None
+            run = crawl_figures(track, job.case, job.label, job.repeat, result or run_crawl(spec))
+            logger.info("%s %s %s %s: harvest@100=%.2f", track.name, job.case.group, job.label, job.repeat,
+                        run.true_harvest.get(100, 0))  # fmt: skip
+            return run
+
         with ThreadPoolExecutor(max_workers=config.jobs) as pool:
             runs.extend(pool.map(one, online))
             runs.extend(pool.map(one, offline))
-    return [r for r in runs if r.strategy in config.strategies]
+            runs.extend(pool.map(extra, track.extra))
+    return [r for r in runs if r.strategy in track_strategies(config, track)]
 
 
 def throughput(config: BenchConfig, track: Track, pages: int = 1000, concurrency: int = 8) -> dict[str, Any]:
@@ -313,9 +330,10 @@ def run_bench(config: BenchConfig, tracks: list[Track]) -> dict[str, Any]:
     runs: list[Run] = []
     for track in tracks:
         runs.extend(run_track(config, track))
+    strategies = tuple(dict.fromkeys(s for track in tracks for s in track_strategies(config, track)))
     result: dict[str, Any] = {
         "config": {
-            "strategies": list(config.strategies),
+            "strategies": list(strategies or config.strategies),
             "budget": config.budget,
             "repeats": config.repeats,
             "jobs": config.jobs,
@@ -333,11 +351,12 @@ def run_bench(config: BenchConfig, tracks: list[Track]) -> dict[str, Any]:
                         "reachable_targets": len(c.targets),
                     }
                     for c in t.cases
-                ]
+                ],
+                **({"critics": t.figures} if t.figures else {}),
             }
             for t in tracks
         },
-        "summary": summarize(runs, config.strategies),
+        "summary": summarize(runs, strategies or config.strategies),
         "runs": [r.__dict__ for r in runs],
     }
     if config.throughput and tracks:

@@ -52,12 +52,28 @@ class Case:
     graph: Path | None = None
 
 
+@dataclass(frozen=True)
+class ExtraJob:
+    """A crawl beyond the track's cases × strategies: ``strategy`` on ``case`` (its own critic), reported as
+    ``label`` (the examples track's ``taxonomy`` and ``examples-kK`` crawls; ``repeat`` is the sample)."""
+
+    case: Case
+    label: str
+    strategy: str
+    repeat: int
+
+
 @dataclass
 class Track:
     name: str
     store: ReplayStore
     labels: Path
     cases: list[Case] = field(default_factory=list)
+    #: The strategies run on every case (``None``: the bench's ``--strategies``).
+    strategies: tuple[str, ...] | None = None
+    extra: list[ExtraJob] = field(default_factory=list)
+    #: Figures of the track's critics per case (``bench.json`` and a table of ``bench.md``).
+    figures: dict[str, Any] = field(default_factory=dict)
 
     def canonical(self, url: str) -> str:
         return canonical_url(self.store, url)
@@ -70,6 +86,10 @@ def _write_labels(store: ReplayStore, path: Path) -> None:
 
 class TrackError(ValueError):
     """A track cannot be built from what was asked (unknown group or topic, no groups): one line to the user."""
+
+
+class NoGroupsError(TrackError):
+    """The labels have no group column, so there is no group to hold out (the cross-fitted protocol applies)."""
 
 
 def department_page(store: ReplayStore, university: str) -> str:
@@ -161,7 +181,9 @@ def holdout_track(
     For each held-out group the critic is trained on every *other* group's
     labelled pages, and each topic's crawl is confined to the held-out group
     (the replay 404s the rest) from the seed :func:`group_seed` picks. Defaults:
-    the WebKB universities and page types when the archive has them. With
+    the WebKB universities and page types when the archive has them. Labels without groups (and no
+    ``hold_out``) raise :class:`NoGroupsError`: :func:`focused.bench.crossfit.labelled_track` then runs the
+    wiki track's cross-fitted protocol instead. With
     ``critic_urls`` the critics have URL features (:mod:`focused.learning.critic.urlwords`), with ``critic_head``
     a discriminative verdict (:mod:`focused.learning.critic.verdict_head`).
     Raises :class:`TrackError` naming what is wrong and what is valid.
@@ -177,7 +199,12 @@ def holdout_track(
         raise TrackError(str(exc)) from exc
     groups = sorted(set(store.groups.values()))
     if not groups:
-        raise TrackError(f"{archive} has no groups to hold out: give --labels FILE with a group column")
+        if hold_out:
+            raise TrackError(
+                f"--hold-out needs groups, and {labels.name if labels else archive.name} has no group column "
+                "(url<TAB>label<TAB>group); without --hold-out the track cross-fits its critic instead"
+            )
+        raise NoGroupsError(f"{labels.name if labels else archive.name} has no group column to hold out")
     if hold_out is None:
         if not set(WEBKB_UNIVERSITIES) <= set(groups):
             raise TrackError(f"give the groups to hold out (--hold-out); groups in {archive.name}: {', '.join(groups)}")

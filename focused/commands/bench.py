@@ -5,8 +5,14 @@ dev archive, each crawl confined to its held-out university) and ``wiki``
 (topics of the Wikispeedia category tree on a rendered encyclopedia site,
 cross-fitted critic). ``--archive`` (a WARC, a folder of WARCs or a
 WebKB-layout archive) with ``--labels``, ``--hold-out`` and ``--topics`` runs
-the held-out-group track on your own labelled crawl. Results go to
-``results/`` (JSON, Markdown, PNG).
+the held-out-group track on your own labelled crawl; ``--tracks wiki --archive
+X --labels L`` (labels url<TAB>categories[<TAB>group]) runs the wiki track's
+protocol on it (cross-fitted critic, topics from the category paths, the
+topic's most in-linked pages as seeds), as does the held-out-group track when
+the labels have no group column. ``--tracks examples`` (``examples:webkb``,
+``examples:wiki``) crawls each held-out case with critics trained from k example
+pages (``--examples-k``, ``--examples-samples``) beside its taxonomy critic.
+Results go to ``results/`` (JSON, Markdown, PNG).
 """
 
 from __future__ import annotations
@@ -70,11 +76,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     )
     parser.add_argument(
         "--archive",
-        help="the web of the held-out-group track: a WARC file, a folder of WARCs or a WebKB-layout archive "
-        "(default: ../shared/corpora/webkb-dev.tar.gz); the track is named after the file",
+        help="the web of the held-out-group track (and of the wiki track's protocol with --tracks wiki): a WARC "
+        "file, a folder of WARCs or a WebKB-layout archive (default: ../shared/corpora/webkb-dev.tar.gz for "
+        "webkb, the rendered Wikispeedia for wiki); the track is named after the file",
     )
     parser.add_argument(
-        "--labels", help="labels TSV url<TAB>label<TAB>group for --archive (replaces the archive's own labels)"
+        "--labels",
+        help="labels TSV url<TAB>label[<TAB>group] for --archive (replaces the archive's own labels); for the "
+        "wiki protocol the labels are category paths (Science.Physics) joined by '|'",
     )
     parser.add_argument(
         "--hold-out",
@@ -84,6 +93,14 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         "--topics",
         help="comma-separated topics of the critic for every selected track "
         "(default: course,student,faculty,project on WebKB, the 8 bench topics on wiki)",
+    )
+    parser.add_argument(
+        "--examples-k",
+        default="5,20,100",
+        help="the examples track: examples per critic, comma-separated (default: %(default)s)",
+    )
+    parser.add_argument(
+        "--examples-samples", type=int, default=3, help="the examples track: seeded samples of each k (default: 3)"
     )
     parser.add_argument("--out", help="results folder (default: results/)")
     add_set_option(parser, "extra Scrapy/FOCUSED_* setting for every crawl (repeatable)")
@@ -127,8 +144,9 @@ def check_strategies(names: tuple[str, ...]) -> None:
 
 
 def _run(args: argparse.Namespace) -> int:
+    from focused.bench.crossfit import crossfit_track, labelled_track
     from focused.bench.suite import PARENT_STUDY, BenchConfig, default_out, run_bench
-    from focused.bench.tracks import WEBKB_TARGETS, WEBKB_UNIVERSITIES, holdout_track, wiki_track
+    from focused.bench.tracks import WEBKB_TARGETS, WEBKB_UNIVERSITIES, wiki_track
     from focused.corpora.webkb import default_archive
 
     out = Path(args.out) if args.out else default_out()
@@ -155,18 +173,24 @@ def _run(args: argparse.Namespace) -> int:
     cache = out / "cache"
     tracks = []
     names = _csv(args.tracks) or ()
+    if args.hold_out and not {"webkb", "examples", "examples:webkb"} & set(names):
+        raise ValueError("--hold-out names groups of the held-out-group track: add --tracks webkb")
+    if labels is not None and not args.archive and not {"webkb", "examples", "examples:webkb"} & set(names):
+        raise ValueError("--labels relabels --archive: give --archive X.warc.gz for the wiki track's protocol")
     for name in names:
         if name == "webkb":
             archive = Path(args.archive) if args.archive else default_archive()
             if not archive.exists():
                 raise ValueError(f"archive not found: {archive} (set FOCUSED_CORPORA or --archive)")
             groups, targets = hold_out, topics
-            if args.quick:
+            if args.quick and args.archive:  # your archive: its groups and topics, or its own defaults
+                groups, targets = groups and groups[:1], targets and targets[:2]
+            elif args.quick:
                 groups, targets = (groups or WEBKB_UNIVERSITIES)[:1], (targets or WEBKB_TARGETS)[:2]
             track_name = archive.name.split(".")[0] if args.archive else "webkb"
             track_cache = cache / track_name
             tracks.append(
-                holdout_track(
+                labelled_track(
                     track_name,
                     archive,
                     track_cache,
@@ -177,6 +201,23 @@ def _run(args: argparse.Namespace) -> int:
                     critic_head=args.critic_head == "on",
                 )
             )
+        elif name == "wiki" and args.archive:
+            archive = Path(args.archive)
+            if not archive.exists():
+                raise ValueError(f"archive not found: {archive}")
+            track_name = archive.name.split(".")[0] + ("-crossfit" if "webkb" in names else "")
+            track = crossfit_track(
+                track_name,
+                archive,
+                cache / track_name,
+                labels=labels,
+                topics=topics,
+                critic_urls=args.critic_urls == "on",
+                critic_head=args.critic_head == "on",
+            )
+            if args.quick:
+                track.cases = track.cases[:2]
+            tracks.append(track)
         elif name == "wiki":
             try:
                 track = wiki_track(
@@ -187,10 +228,72 @@ def _run(args: argparse.Namespace) -> int:
             if args.quick:
                 track.cases = track.cases[:2]
             tracks.append(track)
+        elif name in ("examples", "examples:webkb", "examples:wiki"):
+            tracks.extend(_examples_tracks(args, name, cache, labels, hold_out, topics, strategies))
         else:
-            raise ValueError(f"unknown track {name!r}; valid: webkb, wiki")
-    if (args.archive or args.labels or args.hold_out) and "webkb" not in names:
-        raise ValueError("--archive, --labels and --hold-out define the held-out-group track: add --tracks webkb")
+            raise ValueError(f"unknown track {name!r}; valid: webkb, wiki, examples, examples:webkb, examples:wiki")
     result = run_bench(config, tracks)
     print(f"Results: {out / 'bench.md'}, {out / 'bench.json'}, plots: {', '.join(result.get('plots', []))}")
     return 0
+
+
+def _examples_tracks(
+    args: argparse.Namespace,
+    name: str,
+    cache: Path,
+    labels: Path | None,
+    hold_out: tuple[str, ...] | None,
+    topics: tuple[str, ...] | None,
+    strategies: tuple[str, ...],
+) -> list:
+    """The examples track over the held-out-group track of ``--archive`` (or WebKB) and/or the wiki track."""
+    from focused.bench.crossfit import labelled_track
+    from focused.bench.examples import examples_track
+    from focused.bench.summary import ORACLES
+    from focused.bench.tracks import wiki_track
+    from focused.corpora.webkb import default_archive
+    from focused.settings import defaults
+
+    try:
+        ks = tuple(int(k) for k in _csv(args.examples_k) or ())
+    except ValueError:
+        ks = ()
+    if not ks or min(ks) < 2 or args.examples_samples < 1:
+        raise ValueError("--examples-k takes whole numbers >= 2, --examples-samples one >= 1")
+    critic = {"critic_urls": args.critic_urls == "on", "critic_head": args.critic_head == "on"}
+    # the background of the examples critics, as the crawl's -a examples= reads it (-s FOCUSED_EXAMPLES_...)
+    extra = setting_items(args.set)
+    sources = str(extra.get("FOCUSED_EXAMPLES_BACKGROUND", defaults.FOCUSED_EXAMPLES_BACKGROUND))
+    background = [s.strip() for s in sources.split(",") if s.strip()]
+    bases = []
+    if name in ("examples", "examples:webkb"):
+        archive = Path(args.archive) if args.archive else default_archive()
+        if not archive.exists():
+            raise ValueError(f"archive not found: {archive} (set FOCUSED_CORPORA or --archive)")
+        base_name = archive.name.split(".")[0] if args.archive else "webkb"
+        bases.append(
+            labelled_track(
+                base_name, archive, cache / base_name, labels=labels, hold_out=hold_out, topics=topics, **critic
+            )
+        )
+    if name == "examples:wiki" or (name == "examples" and not args.archive):
+        bases.append(wiki_track(cache, topics=topics, **critic))
+    learners = [s for s in strategies if s not in ("bfs", "baseline", *ORACLES)]
+    strategy = defaults.FOCUSED_STRATEGY if defaults.FOCUSED_STRATEGY in strategies or not learners else learners[0]
+    oracles = tuple(s for s in strategies if s in ORACLES) or ORACLES
+    out = []
+    for base in bases:
+        if args.quick:
+            base.cases = base.cases[:1]
+        track = examples_track(
+            base,
+            cache / f"examples-{base.name}",
+            strategy=strategy,
+            ks=ks,
+            samples=args.examples_samples,
+            background=background,
+            max_background=int(extra.get("FOCUSED_EXAMPLES_MAX_BACKGROUND", defaults.FOCUSED_EXAMPLES_MAX_BACKGROUND)),
+        )
+        track.strategies = ("baseline", *oracles)
+        out.append(track)
+    return out

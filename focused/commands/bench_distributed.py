@@ -1,10 +1,13 @@
 """``focused bench-distributed``: crawler workers sharing one Redis frontier, measured on the Wikipedia replay.
 
 Pages/s with 1 and 2 workers (same total page budget) and Redis round trips
-per page, re-scoring 100,000 waiting requests in Redis, and a worker killed
-with SIGKILL mid-crawl (URLs re-queued, re-fetched, lost). Starts its own
-``redis-server`` on a free loopback port. Writes ``bench.md`` and
-``bench.json`` to ``--out`` (default: results/distributed).
+per page, re-scoring 100,000 waiting requests in Redis, a worker killed
+with SIGKILL mid-crawl (URLs re-queued, re-fetched, lost), and the saturation
+of one Redis: 1, 2, 4, 8 simulated workers driving only the frontier protocol.
+Starts its own ``redis-server`` on a free loopback port. Writes ``bench.md``
+and ``bench.json`` to ``--out`` (default: results/distributed), and the
+saturation table to ``saturation.md`` and ``saturation.json`` there
+(``--saturation-only`` runs just that).
 """
 
 from __future__ import annotations
@@ -28,6 +31,9 @@ def register(subparsers: Any) -> None:
     parser.add_argument("--quick", action="store_true", help="smoke run: 300 pages, 1 round, 20,000 URLs")
     parser.add_argument("--rounds", type=positive_int, help="throughput rounds (default: 2)")
     parser.add_argument("--seed", type=int, default=0, help="seed of the synthetic frontier")
+    parser.add_argument(
+        "--saturation-only", action="store_true", help="only the saturation of one Redis (simulated workers)"
+    )
     parser.set_defaults(func=run)
 
 
@@ -40,6 +46,13 @@ def run(args: argparse.Namespace) -> int:
         config = config.quick()
     if args.rounds:
         config = replace(config, rounds=args.rounds)
+    if args.saturation_only:
+        from focused.bench.studies.distributed import run_saturation
+
+        path = run_saturation(config)
+        print(path.read_text())
+        print(f"Results: {path}, {path.with_suffix('.json')}")
+        return 0
     result = run_distributed_bench(config)
     print((config.out / "bench.md").read_text())
     print(f"Results: {config.out / 'bench.md'}, {config.out / 'bench.json'} ({result['seconds']:.0f} s)")

@@ -45,6 +45,9 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 _ATTR = "_focused_page_budget"
+#: A shared count this far below the budget (in pages, at least; or a twentieth of the budget) may be half a
+#: second old when the scheduler looks (:meth:`~focused.core.sharedcount.SharedCount.look`).
+LOOK_MARGIN = 16
 #: The spider's close reason when the budget is reached.
 REASON = "focused_max_pages"
 
@@ -108,11 +111,15 @@ class PageBudget:
             return True
         if self.reached:
             return False
-        total = self.total()
+        requests = engine_requests(self.crawler)
+        held = len(requests) if requests is not None else 0
+        if self.shared is not None:  # no round trip of its own while far from the budget
+            total = self.shared.look(self.limit - held - max(LOOK_MARGIN, self.limit // 20))
+        else:
+            total = self.stored
         if self.check(total):
             return False
-        held = engine_requests(self.crawler)
-        return total + (len(held) if held is not None else 0) < self.limit
+        return total + held < self.limit
 
     def check(self, total: int | None = None) -> bool:
         """Close the spider once ``total`` (default: :meth:`total`) reaches the budget; True if it has."""

@@ -17,6 +17,7 @@ from focused.errors import ConfigError
 from focused.learning.critic.bundle import ModelError
 from focused.learning.critic.load import load_critic
 from focused.learning.critic.topics import Topic, UnknownTopicError, Verdict
+from focused.learning.modelfile import set_max_bytes
 from focused.paths import load_model
 from focused.relevance import RelevanceDefinition, load_predicate
 from focused.settings.access import setting
@@ -38,6 +39,7 @@ class CrawlRuntime:
 
     def __init__(self, settings: BaseSettings) -> None:
         self.settings = settings
+        set_max_bytes(setting(settings, "FOCUSED_MODEL_MAX_BYTES"))  # before any model file is read
         try:
             self.critic: Any
             self.critic, source = load_model(setting(settings, "FOCUSED_CRITIC_MODEL"), load_critic)

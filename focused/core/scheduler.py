@@ -27,7 +27,9 @@ scheduler keeps its frontier in a :class:`~focused.frontier.store.FrontierStore`
   every in-flight request goes back to waiting and nothing is lost;
 * with ``REDIS_URL`` the store is Redis
   (:class:`~focused.frontier.redis.RedisStore`), shared by every crawler
-  process of the crawl: a worker renews its leases every third of
+  process of the crawl: a worker sends the requests enqueued since its last
+  pop in one call right before its next pop (a page's links: one round
+  trip, :meth:`FocusedScheduler._flush`), renews its leases every third of
   ``FOCUSED_REDIS_LEASE_SECONDS`` (a killed worker's come back after that
   long), does not close while another holds leases
   (their pages may bring new URLs), and one whose Redis is gone for longer
@@ -83,6 +85,9 @@ PAYLOAD_META_KEY = "focused_payload"
 #: The payload already encoded (:func:`~focused.frontier.payloads.encode_payloads`), kept as it is. Plain bytes,
 #: which the garbage collector does not track: a frontier of objects it tracks lengthens every full collection.
 PAYLOAD_BYTES_META_KEY = "focused_payload_bytes"
+
+#: Requests a shared (Redis) frontier gets at most in one push call; a page's links go together.
+PUSH_BATCH = 1000
 
 #: A re-scoring function: given, for each waiting request, the payloads of its parents (a
 #: :class:`~focused.learning.apprentice.linkbatch.LinkBatch` when all are link payloads), return each
@@ -148,6 +153,16 @@ class FocusedScheduler:
         #: FOCUSED_MAX_UNSCORED_PAGES: no request is handed out while more pages than this await scoring
         self.max_unscored = setting(settings, "FOCUSED_MAX_UNSCORED_PAGES")
         self._cap_warned = False
+        #: the store's quarantined entries counted in the stats so far
+        self._quarantined = 0
+        #: a shared store's requests, not pushed yet: they go in one call at the scheduler's next call that
+        #: reads the frontier (:meth:`_flush`), so a page's links cost one round trip, not one each
+        self._pending: list[tuple[Push, Request]] = []
+        self._batched = self.store_name == "redis"
+        #: dont_filter requests of this worker of a shared frontier (its keys carry its own prefix)
+        self._unfiltered_n = 0
+        #: the store's entries dropped by its own cap (Redis), counted in the stats so far
+        self._dropped = 0
         #: FOCUSED_MAX_PAGES: nothing is handed out that the budget could not store
         self.budget = PageBudget.of(crawler)
         self.budget.give_back = self.give_back
@@ -194,6 +209,7 @@ class FocusedScheduler:
             return
         try:
             if self._store_error is None:
+                self._flush()
                 self._settle()
             self.store.close()
         except StoreError as exc:  # Redis went away while closing: its leases come back when they expire
@@ -209,27 +225,45 @@ class FocusedScheduler:
 
     @_unless_the_store_fails(False)
     def has_pending_requests(self) -> bool:
+        self._flush()
         return self._store_error is None and len(self.store) > 0
 
     @_unless_the_store_fails(0)
     def __len__(self) -> int:
+        self._flush()
         return len(self.store)
 
     @_unless_the_store_fails(False)
     def enqueue_request(self, request: Request) -> bool:
-        if self._closed:
+        """Add ``request`` to the frontier; False if it was seen (dropped) or merged into a waiting one.
+
+        With a shared (Redis) store the request waits in this process for the scheduler's next call
+        that reads the frontier and goes to Redis with the others of its page in one call; this returns
+        True, and one seen or merged is counted and signalled ``request_dropped`` then (:meth:`_flush`).
+        """
+        if self._closed or self._store_error is not None:
             return False
         payload = request.meta.pop(PAYLOAD_META_KEY, None)
         blob = request.meta.pop(PAYLOAD_BYTES_META_KEY, None)
         if blob is None and payload is not None:
             blob = encode_payload(payload)
         if request.dont_filter:
-            n = int(self.store.get_meta("unfiltered", 0)) + 1
-            self.store.set_meta("unfiltered", n)
+            if self._unfiltered:  # this worker's own keys: a local count, no round trip
+                self._unfiltered_n += 1
+                n = self._unfiltered_n
+            else:  # kept with the store: a resumed crawl's keys must not reuse a done one's
+                n = int(self.store.get_meta("unfiltered", 0)) + 1
+                self.store.set_meta("unfiltered", n)
             key = f"unfiltered:{self._unfiltered}{n}"
         else:
             key = self._fingerprint(request).hex()
-        result = self.store.push_many([Push(key, request, request.priority, blob)])[0]
+        push = Push(key, request, request.priority, blob)
+        if self._batched:
+            self._pending.append((push, request))
+            if len(self._pending) >= PUSH_BATCH:
+                self._flush()
+            return True
+        result = self.store.push_many([push])[0]
         if result is PushResult.SEEN:
             self._log_duplicate(request)
             return False
@@ -244,11 +278,52 @@ class FocusedScheduler:
         self.stats.max_value("focused/frontier/max_size", size)
         return True
 
+    def _flush(self) -> None:
+        """Push the requests :meth:`enqueue_request` kept for a shared store, in one call, and count them as
+        it counts one at a time; the seen and merged ones are signalled ``request_dropped`` (as the engine
+        does when it is told at once). Runs before anything is acknowledged (:meth:`_settle`), so a page's
+        links are in Redis before the page is done: a worker killed with links not pushed yet leaves the
+        page leased, and another worker fetches it again."""
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        results = self.store.push_many([push for push, _ in pending])
+        new = merged = 0
+        dropped: list[Request] = []
+        for (_, request), result in zip(pending, results, strict=True):
+            if result is PushResult.NEW:
+                new += 1
+                continue
+            if result is PushResult.SEEN:
+                self._log_duplicate(request)
+            else:
+                merged += 1
+            dropped.append(request)
+        if merged:
+            self.stats.inc_value("focused/frontier/merged", merged)
+        capped = int(getattr(self.store, "dropped", 0))
+        if capped != self._dropped:  # the lowest-priority waiting URLs the store's cap dropped
+            self.stats.inc_value("focused/frontier/dropped", capped - self._dropped)
+            self._dropped = capped
+        if new:
+            size = self._size()
+            self.stats.inc_value("scheduler/enqueued", new)
+            self.stats.set_value("focused/frontier/size", size)
+            self.stats.max_value("focused/frontier/max_size", size)
+        for request in dropped:
+            self.crawler.signals.send_catch_log(scrapy_signals.request_dropped, request=request, spider=self.spider)
+
+    def _size(self) -> int:
+        """Waiting entries, for the stats: the figure of the store's last reply if it keeps one (Redis: no call)."""
+        known = getattr(self.store, "last_len", None)
+        return len(self.store) if known is None else int(known)
+
     @_unless_the_store_fails(None)
     def next_request(self) -> Request | None:
         if self._store_error is not None:
             return None
-        self._settle()
+        if not self._batched:
+            self._settle()
         unscored = unscored_pages(self.crawler)
         if unscored is not None and unscored > self.max_unscored:
             # the links of those pages may outrank every waiting URL: the engine asks again once a page
@@ -257,7 +332,13 @@ class FocusedScheduler:
             return None
         if not self.budget.room():
             return None
+        if self._batched:  # the links found so far, then the pages they make done (sent with the pop)
+            self._flush()
+            self._settle()
         popped = self.store.pop_many(1)
+        if self.store.quarantined != self._quarantined:  # bad entries the pop moved aside (one line each)
+            self.stats.inc_value("focused/frontier/quarantined", self.store.quarantined - self._quarantined)
+            self._quarantined = self.store.quarantined
         if not popped:
             return None
         entry = popped[0]
@@ -268,7 +349,7 @@ class FocusedScheduler:
         request.priority = entry.priority
         self._leases.lease(request, entry.key, self._submitted())
         self.stats.inc_value("scheduler/dequeued")
-        self.stats.set_value("focused/frontier/size", len(self.store))
+        self.stats.set_value("focused/frontier/size", self._size())
         return request
 
     @_unless_the_store_fails(None)
@@ -283,7 +364,7 @@ class FocusedScheduler:
         """Over FOCUSED_FRONTIER_MAX_SIZE (by 1%, so that this runs once per 1% of growth): drop the
         lowest-priority waiting URLs down to the cap. Returns the new size."""
         drop = getattr(self.store, "drop_lowest", None)
-        if drop is None:  # the Redis store has no cap
+        if drop is None:  # a store without a cap
             if not self._cap_warned:
                 logger.warning("FOCUSED_FRONTIER_MAX_SIZE is not applied by the %s frontier store", self.store_name)
                 self._cap_warned = True
@@ -349,6 +430,7 @@ class FocusedScheduler:
     @_unless_the_store_fails(None)
     def _tick(self) -> None:
         if self._store_error is None:
+            self._flush()
             self._settle()
             self.store.maybe_commit()
 
@@ -361,6 +443,7 @@ class FocusedScheduler:
         if self._store_error is not None:
             return
         try:
+            self._flush()
             others = self.store.in_flight - len(self._leases)
             busy = others > 0 or len(self.store) > 0
         except StoreError as exc:
@@ -412,16 +495,44 @@ class FocusedScheduler:
     def rescore(self, scorer: Scorer) -> int:
         """Re-evaluate every waiting request with ``scorer``; returns how many changed."""
 
-        def rescorer(blobs: list[list[bytes]]) -> Sequence[int | None]:
-            batch = decode_link_batch(blobs)  # the apprentice's payloads as arrays: no object per link
-            if batch is not None:
-                return scorer(batch)
-            decoded = iter(decode_payloads([b for entry in blobs for b in entry]))  # one batch: faster
-            return scorer([[next(decoded) for _ in entry] for entry in blobs])
+        self._flush()  # the requests not pushed yet are re-scored too
+        bad = 0
 
+        def rescorer(blobs: list[list[bytes]]) -> Sequence[int | None]:
+            nonlocal bad
+            try:  # only the decoding: an error of the scorer's own is not a damaged payload
+                batch = decode_link_batch(blobs)  # the apprentice's payloads as arrays: no object per link
+                if batch is None:
+                    decoded = iter(decode_payloads([b for entry in blobs for b in entry]))  # one batch: faster
+                    entries = [[next(decoded) for _ in entry] for entry in blobs]
+            except ValueError:  # a damaged payload among them: score the others one by one, keep its priority
+                decoded_entries = [_decoded(entry) for entry in blobs]
+                good = [i for i, entry in enumerate(decoded_entries) if entry is not None]
+                bad += len(blobs) - len(good)
+                out: list[int | None] = [None] * len(blobs)
+                if good:
+                    new = scorer([cast(list[Any], decoded_entries[i]) for i in good])
+                    for i, priority in zip(good, new, strict=True):
+                        out[i] = priority
+                return out
+            return scorer(batch) if batch is not None else scorer(entries)
+
+        before = self.store.bad_payloads
         changed = self.store.rescore(rescorer)
+        bad += self.store.bad_payloads - before
+        if bad:
+            self.stats.inc_value("focused/rescore/bad_payloads", bad)
+            logger.error("Re-score skipped %d waiting requests with damaged payloads (their priority is kept)", bad)
         self.stats.inc_value("focused/frontier/rescored", len(self.store))
         return changed
 
     def _on_rescore(self, scorer: Scorer) -> int:
         return self.rescore(scorer)
+
+
+def _decoded(payloads: list[bytes]) -> list[Any] | None:
+    """The payloads of one waiting request decoded, or ``None`` if one is damaged."""
+    try:
+        return decode_payloads(payloads)
+    except ValueError:
+        return None

@@ -27,6 +27,7 @@ atomically; the keys hold integers only.
 from __future__ import annotations
 
 import logging
+import time
 import uuid
 from typing import TYPE_CHECKING
 
@@ -44,6 +45,8 @@ if TYPE_CHECKING:
 logger = logging.getLogger(__name__)
 
 KEY_NAMES = ("pages", "claims", "workers")
+#: A look at the count (:meth:`SharedCount.look`) reuses the reply of a call at most this old.
+LOOK_SECONDS = 0.5
 
 #: KEYS: pages, claims, workers. ARGV: worker, claimed (+/-), stored (claims that became stored pages),
 #: counted (pages counted without a claim), claim lifetime in ms. Returns {pages + the claims of live workers,
@@ -98,6 +101,8 @@ class SharedCount:
         self.settled = 0
         self._unsent = 0  # stored pages not yet counted in Redis (it was unreachable); writer thread only
         self._warned = False
+        #: the total of the last call, and when (monotonic seconds)
+        self._last = (0, -float("inf"))
 
     @classmethod
     def of(cls, crawler: Crawler) -> SharedCount | None:
@@ -127,6 +132,7 @@ class SharedCount:
         keys = [self.k[name] for name in KEY_NAMES]
         total, settled = self._script(keys, [self.worker, claimed, stored, counted, self.claim_ms])
         self.settled = int(settled)
+        self._last = (int(total), time.monotonic())
         return int(total)
 
     def _unavailable(self, exc: Exception) -> None:
@@ -144,6 +150,16 @@ class SharedCount:
             self._unavailable(exc)
             self.settled = self._local
             return self._local
+
+    def look(self, below: int) -> int:
+        """The total, as :meth:`add` with 0 gives it; without a call, that of the last call (a claim, a commit
+        or a look) when it came within :data:`LOOK_SECONDS` and was below ``below``. The scheduler looks
+        before every request it hands out: far from the budget a total half a second old changes nothing
+        (the claims decide what is stored), and the look then costs no round trip."""
+        total, at = self._last
+        if total < below and time.monotonic() - at < LOOK_SECONDS:
+            return total
+        return self.add(0)
 
     def stored(self, n: int) -> None:
         """``n`` claimed pages were committed to the crawl database (its writer thread calls this)."""

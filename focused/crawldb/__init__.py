@@ -343,6 +343,42 @@ def _connect(path: Path) -> sqlite3.Connection:
     return conn
 
 
+def check_crawl_db(path: str | Path) -> None:
+    """:class:`CrawlDBError` (one line) unless ``path`` is missing, empty, or an SQLite database a crawl can write.
+
+    What :class:`CrawlDB` would refuse, found before the crawl starts: a file that is not
+    SQLite, a folder, or an SQLite database with tables of another schema.
+    """
+    path = Path(path)
+    if not path.exists():
+        return
+    if not path.is_file():
+        raise CrawlDBError(f"{path} is not a file; give the crawl database a file name (-a db=PATH)")
+    try:
+        with path.open("rb") as fh:
+            start = fh.read(16)
+    except OSError as exc:
+        raise CrawlDBError(f"cannot read the crawl database {path}: {exc.strerror or exc}") from exc
+    if not start:
+        return
+    if start != b"SQLite format 3\x00":
+        raise CrawlDBError(
+            f"{path} is not an SQLite crawl database (it holds something else); "
+            "give the crawl another file (-a db=PATH)"
+        )
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+        try:
+            version = conn.execute("PRAGMA user_version").fetchone()[0]
+            tables = conn.execute("SELECT count(*) FROM sqlite_master WHERE type='table'").fetchone()[0]
+        finally:
+            conn.close()
+    except sqlite3.DatabaseError as exc:
+        raise CrawlDBError(f"{path} is not an SQLite crawl database: {exc}") from exc
+    if tables and version != SCHEMA_VERSION:
+        raise CrawlDBError(f"{path} has crawl database schema {version}, expected {SCHEMA_VERSION}")
+
+
 def open_readonly(path: str | Path) -> sqlite3.Connection:
     """Open an existing crawl database for reading; :class:`CrawlDBError` if it is not one."""
     path = Path(path)

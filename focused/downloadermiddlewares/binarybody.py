@@ -3,7 +3,11 @@
 Such a body is not a page: parsed, it would be stored, labelled by the critic
 and counted against the budget. A text response is binary when its first
 64 KiB hold a NUL byte (outside UTF-16/32) or, decoded with its encoding, more
-than ``MAX_BAD_RATIO`` of the characters are undecodable or control characters.
+than ``MAX_CONTROL_RATIO`` of the characters are control characters, or more than
+``MAX_UNDECODABLE_RATIO`` are undecodable. Text that decodes with a few errors is
+text: a page in Latin-1 served as UTF-8 has an undecodable byte in every accented
+letter, but no control characters; random bytes have about 9 % (a C0 control is one
+byte in any encoding), whatever the encoding they are read with.
 Skipped responses are counted in ``focused/skipped/binary``.
 """
 
@@ -26,11 +30,15 @@ logger = logging.getLogger(__name__)
 
 STAT = "focused/skipped/binary"
 SAMPLE_BYTES = 65536
-#: Text in any real encoding has almost no replacement or control characters; random bytes have ~25% or more.
-MAX_BAD_RATIO = 0.05
-#: What no text has: the replacement character of an undecodable byte, and the C0 and C1 controls
-#: other than tab, line feed, vertical tab, form feed and carriage return.
-_BAD_CHAR = re.compile("[\ufffd\x00-\x08\x0e-\x1f\x7f-\x9f]")
+#: Text has almost no control characters; random bytes have about 9 % (23 of the 256 byte values).
+MAX_CONTROL_RATIO = 0.02
+#: Fewer control characters than this are never enough: a short page may have a stray one or two.
+MIN_CONTROLS = 3
+#: Undecodable bytes alone make a body binary only when they are most of it (text in another encoding than the
+#: one declared has many, but keeps its markup and spaces).
+MAX_UNDECODABLE_RATIO = 0.5
+#: What no text has: the C0 and C1 controls other than tab, line feed, vertical tab, form feed and carriage return.
+_CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
 
 
 def looks_binary(body: bytes, encoding: str) -> bool:
@@ -47,7 +55,10 @@ def looks_binary(body: bytes, encoding: str) -> bool:
         text = sample.decode("utf-8", errors="replace")
     if not text:
         return False
-    return len(_BAD_CHAR.findall(text)) > MAX_BAD_RATIO * len(text)
+    controls = len(_CONTROL.findall(text))
+    if controls >= MIN_CONTROLS and controls > MAX_CONTROL_RATIO * len(text):
+        return True
+    return text.count("\ufffd") > MAX_UNDECODABLE_RATIO * len(text)
 
 
 class BinaryBodyMiddleware:

@@ -142,12 +142,14 @@ class Frontier(Generic[T]):
         priorities = scorer(entries)
         if len(priorities) != len(entries):
             raise ValueError(f"scorer returned {len(priorities)} priorities for {len(entries)} entries")
-        for entry, new in zip(entries, priorities, strict=True):
-            if new is not None and int(new) != entry.priority:
-                entry.priority = int(new)
+        first = self._counter + 1  # the handles _next_handle would give, in the same order, without a call each
+        self._counter += len(entries)
+        for handle, entry, new in zip(range(first, first + len(entries)), entries, priorities, strict=True):
+            if new is not None and (new := int(new)) != entry.priority:
+                entry.priority = new
                 changed += 1
-            entry.handle = self._next_handle()
-            heap.append((-entry.priority, entry.tie, entry.handle, entry.key))
+            entry.handle = handle
+            heap.append((-entry.priority, entry.tie, handle, entry.key))
         heapq.heapify(heap)
         self._heap = heap
         return changed

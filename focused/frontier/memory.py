@@ -18,6 +18,8 @@ class MemoryStore:
     """:class:`~focused.frontier.store.FrontierStore` on :class:`~focused.frontier.heap.Frontier`."""
 
     requeued = 0
+    quarantined = 0  # in memory: nothing is read back from outside the process
+    bad_payloads = 0
 
     def __init__(self, aggregation: str = "max", tiebreak: str = "fifo", seed: int = 0) -> None:
         self.heap: Frontier[Any] = Frontier(aggregation=aggregation, tiebreak=tiebreak, seed=seed)
@@ -59,7 +61,11 @@ class MemoryStore:
                 self.heap.restore_entry(entry)
 
     def rescore(self, rescorer: Rescorer) -> int:
-        return self.heap.rescore(lambda entries: rescorer([[p for p in e.payloads if p is not None] for e in entries]))
+        return self.heap.rescore(
+            lambda entries: rescorer(
+                [e.payloads if None not in e.payloads else [p for p in e.payloads if p is not None] for e in entries]
+            )
+        )
 
     def drop_lowest(self, n: int) -> int:
         """Drop the ``n`` lowest-priority waiting entries (they stay seen); returns how many."""

@@ -149,43 +149,60 @@ def decode_link_batch(blobs_per_entry: Sequence[Sequence[bytes]]) -> LinkBatch |
     expected = np.where(compact, 6 + 4 * k + 2 * counts, 6 + 4 * counts + 4 * k)
     if np.any(length != expected):
         raise ValueError("damaged link payload")
-    ends = np.cumsum(counts)
-    starts = ends - counts
-    ids = np.empty(int(ends[-1]), dtype=np.int32)
+    # Every payload's ids as gaps, in payload order (a compact payload's are stored; a plain one's are taken
+    # between its ids), then one running sum restarted at each payload: the ids again (module ``_restart_sums``).
+    total = int(counts.sum())
+    gaps = np.empty(total, dtype=np.uint32)
     side = np.empty((len(blobs), k), dtype="<f4") if k else None
     where = np.flatnonzero(compact)
+    in_compact = np.repeat(compact, counts) if plain.size else None  # which ids belong to compact payloads
     if where.size:
         parts = [blobs[i] for i in where.tolist()]
-        n = counts[where]
-        ids[_positions(starts[where], n)] = _ids_from_gaps(b"".join([blob[6 + 4 * k :] for blob in parts]), n)
+        stored = np.frombuffer(b"".join([blob[6 + 4 * k :] for blob in parts]), dtype="<u2")
+        if in_compact is None:
+            gaps[:] = stored
+        else:
+            gaps[in_compact] = stored
         if side is not None:
             side[where] = np.frombuffer(b"".join([blob[6 : 6 + 4 * k] for blob in parts]), dtype="<f4").reshape(-1, k)
     if plain.size:
         parts = [blobs[i] for i in plain.tolist()]
         n = counts[plain]
         body = b"".join([blob[5 : 5 + 4 * m] for blob, m in zip(parts, n.tolist(), strict=True)])
-        ids[_positions(starts[plain], n)] = np.frombuffer(body, dtype="<i4")
+        own = np.frombuffer(body, dtype="<u4")
+        between = np.empty_like(own)
+        if own.size:
+            between[0] = own[0]
+            np.subtract(own[1:], own[:-1], out=between[1:])  # modulo 2**32: unsorted ids come back too
+            firsts = (np.cumsum(n) - n)[n > 0]
+            between[firsts] = own[firsts]
+        gaps[np.repeat(~compact, counts)] = between
         if side is not None:
             views = [blob[6 + 4 * m :] for blob, m in zip(parts, n.tolist(), strict=True)]
             side[plain] = np.frombuffer(b"".join(views), dtype="<f4").reshape(-1, k)
+    ids = _restart_sums(gaps, counts).view(np.int32)
     return LinkBatch(sizes, counts, ids, side)
 
 
 def _ids_from_gaps(gaps: bytes, counts: np.ndarray) -> np.ndarray:
     """The int32 ids of consecutive compact payloads from their 2-byte gaps joined (``counts[i]`` each): one
     ``cumsum`` over all, restarted at each payload (its first gap counts from 0)."""
-    ids = np.cumsum(np.frombuffer(gaps, dtype="<u2"), dtype=np.int64)
-    starts = np.cumsum(counts) - counts
-    before = np.where(starts > 0, ids[np.maximum(starts - 1, 0)] if ids.size else 0, 0)
-    ids -= np.repeat(before, counts)
-    return ids.astype(np.int32)
+    return _restart_sums(np.frombuffer(gaps, dtype="<u2").astype(np.uint32), counts).view(np.int32)
 
 
-def _positions(starts: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """Every index of the ranges ``[starts[i], starts[i] + counts[i])``, in order."""
-    total = int(counts.sum())
-    own_start = np.cumsum(counts) - counts
-    return np.repeat(starts - own_start, counts) + np.arange(total)
+def _restart_sums(gaps: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The running sums of ``gaps`` (uint32, overwritten) restarted at each run of ``counts[i]`` values, modulo 2**32.
+
+    One ``cumsum`` in uint32 over all runs: each run's first gap is lowered by the previous run's sum
+    (its last id), which the running sum then cancels; the modulo arithmetic is exact for int32 ids.
+    """
+    runs = counts[counts > 0]
+    if not runs.size:
+        return gaps
+    firsts = np.cumsum(runs) - runs
+    sums = np.add.reduceat(gaps, firsts, dtype=np.uint32)
+    gaps[firsts[1:]] -= sums[:-1]  # in place: the caller's array of gaps is spent
+    return np.cumsum(gaps, dtype=np.uint32, out=gaps)
 
 
 #: The header of a compact link payload: kind, number of ids, number of side views.

@@ -123,6 +123,7 @@ def open_redis(settings: BaseSettings, spider_name: str, codec: dict[str, Any]) 
         **options(settings),
         lease_seconds=setting(settings, "FOCUSED_REDIS_LEASE_SECONDS"),
         retry_seconds=setting(settings, "FOCUSED_REDIS_RETRY_SECONDS"),
+        max_size=setting(settings, "FOCUSED_FRONTIER_MAX_SIZE"),
     )
 
 

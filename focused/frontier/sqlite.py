@@ -24,6 +24,17 @@ whatever the crawl keeps with its frontier)::
          p_first, p_n, p_sum, p_max INTEGER,                  -- the parents' priorities, for merging
          attempts INTEGER,                                    -- times popped (> 1: re-fetched after a resume)
          item TEXT, payloads BLOB)                            -- request JSON, framed payloads; NULL once done
+    quarantine(id INTEGER PRIMARY KEY, key TEXT, reason TEXT,  -- entries that could not be read back, moved
+               at REAL, item, payloads BLOB)                  -- here as they were (their urls row is done)
+
+The quarantine table came after format version 1 was frozen: a store written
+before gains it, empty, when it is opened (the same version: an older focused
+ignores the table). An entry whose request cannot be decoded (not JSON, a
+class or callback :mod:`focused.frontier.requests` refuses) is moved there in
+the transaction that popped it, logged in one line and counted
+(:attr:`SQLiteStore.quarantined`), and the pop goes on with the next entry; as
+its ``urls`` row is done, a resume does not bring it back. ``focused quarantine``
+lists and purges the table.
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ from pathlib import Path
 from typing import Any
 
 from focused.frontier.store import (
+    BadEntry,
     Popped,
     Push,
     PushResult,
@@ -69,6 +81,12 @@ CREATE TABLE IF NOT EXISTS urls (
 );
 CREATE INDEX IF NOT EXISTS urls_waiting ON urls(priority DESC, tie) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS urls_in_flight ON urls(state) WHERE state = 1;
+"""
+#: Added to format version 1 (created by every open: a store of an older focused gains it).
+_QUARANTINE = """
+CREATE TABLE IF NOT EXISTS quarantine (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL, reason TEXT NOT NULL, at REAL NOT NULL, item, payloads BLOB
+);
 """
 
 
@@ -118,6 +136,10 @@ class SQLiteStore:
         self._last_commit = time.monotonic()
         self._begin()
         self.requeued = self.conn.execute("UPDATE urls SET state = 0 WHERE state = 1").rowcount
+        #: entries this process moved to the quarantine table; waiting entries whose payloads could
+        #: not be unframed in a re-score (skipped, their priority kept)
+        self.quarantined = 0
+        self.bad_payloads = 0
         self._waiting = self.conn.execute("SELECT COUNT(*) FROM urls WHERE state = 0").fetchone()[0]
         self._in_flight = 0
         self.commit()
@@ -195,20 +217,51 @@ class SQLiteStore:
         return results
 
     def pop_many(self, n: int = 1) -> list[Popped]:
-        self._begin()
-        rows = self.conn.execute(
-            "SELECT rowid, key, item, priority, attempts FROM urls WHERE state = 0 ORDER BY priority DESC, tie LIMIT ?",
-            (n,),
-        ).fetchall()
-        if not rows:
-            return []
+        """Lease up to ``n`` best waiting entries; one that cannot be decoded is quarantined (module
+        docstring) and the next one taken in its place, in the same call."""
+        out: list[Popped] = []
+        while len(out) < n:
+            self._begin()
+            rows = self.conn.execute(
+                "SELECT rowid, key, item, priority, attempts FROM urls WHERE state = 0 "
+                "ORDER BY priority DESC, tie LIMIT ?",
+                (n - len(out),),
+            ).fetchall()
+            if not rows:
+                break
+            self.conn.executemany(
+                "UPDATE urls SET state = 1, attempts = attempts + 1 WHERE rowid = ?", [(r[0],) for r in rows]
+            )
+            self._waiting -= len(rows)
+            self._in_flight += len(rows)
+            bad: list[tuple[int, str, str]] = []
+            for rowid, key, item, priority, attempts in rows:
+                try:
+                    if not isinstance(item, str):
+                        raise BadEntry("no request stored" if item is None else "binary data, not JSON text")
+                    out.append(Popped(key, self.decode(item), priority, attempts))
+                except (ValueError, TypeError) as exc:  # a malformed entry never stops the crawl
+                    bad.append((rowid, key, str(exc) or type(exc).__name__))
+            if bad:
+                self._quarantine(bad)
+            self._wrote(len(rows))  # the quarantine commits with the pop that found it
+        return out
+
+    def _quarantine(self, bad: Sequence[tuple[int, str, str]]) -> None:
+        """Move in-flight entries ``(rowid, key, reason)`` to the quarantine table; their rows become done."""
+        now = time.time()
         self.conn.executemany(
-            "UPDATE urls SET state = 1, attempts = attempts + 1 WHERE rowid = ?", [(r[0],) for r in rows]
+            "INSERT INTO quarantine (key, reason, at, item, payloads) SELECT key, ?, ?, item, payloads FROM urls "
+            "WHERE rowid = ?",
+            [(reason, now, rowid) for rowid, _, reason in bad],
         )
-        self._waiting -= len(rows)
-        self._in_flight += len(rows)
-        self._wrote(len(rows))
-        return [Popped(key, self.decode(item), priority, attempts) for _, key, item, priority, attempts in rows]
+        self.conn.executemany(
+            "UPDATE urls SET state = 2, item = NULL, payloads = NULL WHERE rowid = ?", [(r[0],) for r in bad]
+        )
+        self._in_flight -= len(bad)
+        self.quarantined += len(bad)
+        for _, key, reason in bad:
+            logger.error("Frontier entry %s quarantined: %s (focused quarantine list shows it)", key, reason)
 
     def drop_lowest(self, n: int) -> int:
         """Drop the ``n`` lowest-priority waiting entries: they become done (seen, never fetched)."""
@@ -260,7 +313,10 @@ class SQLiteStore:
             if not rows:
                 break
             last = rows[-1][0]
-            new = rescorer([unframe(r[2]) for r in rows])
+            rows, blobs = self._unframed(rows)
+            if not rows:
+                continue
+            new = rescorer(blobs)
             if len(new) != len(rows):
                 raise ValueError(f"rescorer returned {len(new)} priorities for {len(rows)} entries")
             updates = [(r[0], int(p)) for r, p in zip(rows, new, strict=True) if p is not None and int(p) != r[1]]
@@ -271,6 +327,22 @@ class SQLiteStore:
             conn.execute("DELETE FROM rescored")
         self._wrote(changed)
         return changed
+
+    def _unframed(self, rows: list[Any]) -> tuple[list[Any], list[list[bytes]]]:
+        """The rows whose payloads unframe, and their payloads; the others are skipped (their priority kept)
+        and counted in :attr:`bad_payloads`."""
+        kept, blobs = [], []
+        for row in rows:
+            try:
+                if not isinstance(row[2], bytes):
+                    raise ValueError(f"payloads stored as {type(row[2]).__name__}, not bytes")
+                blobs.append(unframe(row[2]))
+            except ValueError as exc:
+                self.bad_payloads += 1
+                logger.debug("frontier entry %s: payloads skipped in the re-score (%s)", row[0], exc)
+                continue
+            kept.append(row)
+        return kept, blobs
 
     def seen(self, key: str) -> bool:
         return self.conn.execute("SELECT 1 FROM urls WHERE key = ?", (key,)).fetchone() is not None
@@ -361,6 +433,7 @@ def _open(path: Path) -> sqlite3.Connection:
                 "INSERT INTO meta VALUES (?, ?)",
                 [("format", json.dumps(FORMAT)), ("format_version", json.dumps(FORMAT_VERSION))],
             )
+        conn.executescript(_QUARANTINE)
     except sqlite3.DatabaseError as exc:
         conn.close()
         raise StoreError(f"{path} is not a usable frontier store ({exc}); {_hint(path)}") from exc
@@ -412,3 +485,41 @@ def check_store(path: str | Path) -> None:
         raise StoreError(f"{path} is not a usable frontier store ({exc}); {_hint(path)}") from exc
     finally:
         conn.close()
+
+
+def read_quarantine(path: str | Path) -> list[dict[str, Any]]:
+    """The quarantined entries of the store file ``path`` (oldest first), read only: ``key``, ``reason``,
+    ``at`` (Unix time) and ``item`` (text, or bytes if it was stored so). :class:`StoreError` if ``path`` is
+    not a healthy store; a store that never quarantined anything has none."""
+    path = Path(path)
+    if not path.is_file():
+        raise StoreError(f"{path}: no such frontier store (a job directory holds it as {path.name})")
+    try:
+        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open the frontier store ({exc})") from exc
+    try:
+        _validate(conn, path)
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'quarantine'").fetchone():
+            return []
+        rows = conn.execute("SELECT key, reason, at, item FROM quarantine ORDER BY id").fetchall()
+    except sqlite3.DatabaseError as exc:
+        raise StoreError(f"{path} is not a usable frontier store ({exc}); {_hint(path)}") from exc
+    finally:
+        conn.close()
+    return [{"key": key, "reason": reason, "at": at, "item": item} for key, reason, at, item in rows]
+
+
+def purge_quarantine(path: str | Path) -> int:
+    """Delete the quarantined entries of the store file ``path`` (not in use by a crawl); returns how many."""
+    path = Path(path)
+    read_quarantine(path)  # validates, and refuses a missing file instead of creating one
+    lock = _lock(path)
+    try:
+        conn = _open(path)
+        try:
+            return conn.execute("DELETE FROM quarantine").rowcount
+        finally:
+            conn.close()
+    finally:
+        lock.close()

@@ -42,6 +42,14 @@ class StoreError(Exception):
     """A store file that cannot be used (corrupt, another format, locked); the message says what to do."""
 
 
+class BadEntry(ValueError):
+    """A stored entry that cannot be read back (not JSON, a class or callback it may not name, a damaged frame).
+
+    A durable store does not hand such an entry out: it moves it to its quarantine (a dead-letter
+    table or key, with the reason and the time), logs one line, and goes on with the next entry.
+    """
+
+
 class PushResult(enum.IntEnum):
     """What :meth:`FrontierStore.push_many` did with one URL."""
 
@@ -76,6 +84,10 @@ class FrontierStore(Protocol):
     aggregation: str
     #: in-flight entries returned to waiting when the store was opened
     requeued: int
+    #: entries this process could not decode and moved to the quarantine (:class:`BadEntry`)
+    quarantined: int
+    #: waiting entries whose payloads a re-score could not unframe (skipped, their priority kept)
+    bad_payloads: int
 
     def push_many(self, pushes: Sequence[Push]) -> list[PushResult]:
         """Add URLs, merge new parents into waiting ones, drop seen ones (in order)."""

@@ -12,9 +12,14 @@ that a model rebuilt from the same data is the same file):
   ``"format_version"`` (the layout version of that kind);
 * ``a0``, ``a1``, ...: the arrays, numeric or string dtypes only.
 
-Loading uses ``np.load(..., allow_pickle=False)`` and nothing else, so a model file
+Loading reads the archive itself (:func:`read_npz`), never with a pickle, so a model file
 can be shared, downloaded or stored anywhere and read without running anyone's
-code: object arrays cannot be written and are refused on load. A file that is not
+code: object arrays cannot be written and are refused on load. It reads within
+bounds: the zip directory's sizes and each array's ``.npy`` header (dtype, shape)
+are checked against each other and against a limit (``FOCUSED_MODEL_MAX_BYTES``,
+:func:`set_max_bytes`) *before* anything is decompressed or allocated, so a small
+file that declares a huge array (a zip bomb, a forged header) is refused in one
+line without taking the memory it asks for. A file that is not
 a zip archive is refused before any parsing; one that looks like a pickle (the
 joblib files of earlier versions) gets a message pointing at ``focused
 convert-model``, the one command that still unpickles, and only when told to
@@ -28,26 +33,33 @@ their users expect.
 from __future__ import annotations
 
 import json
+import math
 import os
 import tempfile
 import zipfile
 import zlib
 from collections.abc import Callable, Collection, Mapping
 from pathlib import Path
-from typing import Any, BinaryIO
+from typing import IO, Any, BinaryIO
 
 import numpy as np
+
+from focused.settings.defaults import FOCUSED_MODEL_MAX_BYTES
 
 __all__ = [
     "FORMAT",
     "HEADER_KEY",
     "KIND_NAMES",
+    "ArchiveError",
     "ModelFileError",
     "convert_hint",
     "decode_bundle",
     "encode_bundle",
+    "max_bytes",
     "read_model",
+    "read_npz",
     "save_model",
+    "set_max_bytes",
 ]
 
 #: Value of the header's ``"format"`` key.
@@ -83,6 +95,123 @@ class ModelFileError(ValueError):
 
     The message is one line that names the file and says what to do.
     """
+
+
+class ArchiveError(ModelFileError):
+    """An ``.npz`` archive refused by :func:`read_npz` (one line, without the file's name)."""
+
+
+# ---------------------------------------------------------------------- bounded reading
+
+#: Array dtype kinds a model file may hold: booleans, numbers, fixed-width byte and text strings.
+_PLAIN_KINDS = frozenset("biufcSU")
+_limit = [FOCUSED_MODEL_MAX_BYTES]
+
+
+def set_max_bytes(limit: int) -> None:
+    """Set the most array bytes one model or checkpoint file may hold (``FOCUSED_MODEL_MAX_BYTES``).
+
+    Process-wide: the crawl sets it from its settings before any model is read.
+    """
+    if int(limit) <= 0:
+        raise ValueError(f"the model size limit must be positive, got {limit}")
+    _limit[0] = int(limit)
+
+
+def max_bytes() -> int:
+    """The limit :func:`set_max_bytes` set (default ``FOCUSED_MODEL_MAX_BYTES``)."""
+    return _limit[0]
+
+
+def _human(n: int) -> str:
+    return f"{n / 2**20:,.1f} MiB" if n < 2**30 else f"{n / 2**30:,.1f} GiB"
+
+
+def read_npz(
+    source: str | os.PathLike[str] | BinaryIO,
+    names: Collection[str] | None = None,
+    *,
+    limit: int | None = None,
+) -> dict[str, np.ndarray]:
+    """The arrays ``names`` (default: all) of an ``.npz`` archive, read within bounds.
+
+    What ``np.load(allow_pickle=False)`` gives for plain arrays, but checked first: the
+    zip directory's uncompressed sizes, and each member's ``.npy`` header (parsed here:
+    magic, dtype, shape), must agree with each other; the dtype must be a plain one
+    (booleans, numbers, fixed-width strings: no objects, no records); and the bytes the
+    arrays declare must stay within ``limit`` (default :func:`max_bytes`) in total.
+    Only then is each array allocated and its member decompressed, at most the
+    declared number of bytes.
+
+    Raises
+    ------
+    ArchiveError
+        One line saying what is wrong (without the file's name: callers add it).
+    zipfile.BadZipFile, OSError
+        For a file that is not a readable zip archive.
+    """
+    limit = max_bytes() if limit is None else limit
+    with zipfile.ZipFile(source) as archive:
+        members = {info.filename: info for info in archive.infolist()}
+        wanted = [n.removesuffix(".npy") for n in members if n.endswith(".npy")] if names is None else list(names)
+        missing = [n for n in wanted if f"{n}.npy" not in members]
+        if missing:
+            raise ArchiveError(f"the archive has no array {missing[0]!r}")
+        infos = [members[f"{n}.npy"] for n in wanted]
+        declared = sum(info.file_size for info in infos)
+        if declared > limit + 4096 * len(infos):  # the headers take a few bytes more than the arrays
+            raise ArchiveError(
+                f"the archive declares {_human(declared)} of arrays, more than the limit of {_human(limit)} "
+                "(FOCUSED_MODEL_MAX_BYTES)"
+            )
+        total = 0
+        arrays: dict[str, np.ndarray] = {}
+        for name, info in zip(wanted, infos, strict=True):
+            with archive.open(info) as member:
+                dtype, shape, fortran, offset = _npy_header(member, name)
+                nbytes = math.prod(shape) * dtype.itemsize
+                total += nbytes
+                if total > limit:
+                    raise ArchiveError(
+                        f"array {name!r} declares shape {shape} of {dtype} ({_human(nbytes)}), past the limit of "
+                        f"{_human(limit)} for one file (FOCUSED_MODEL_MAX_BYTES)"
+                    )
+                if offset + nbytes != info.file_size:
+                    raise ArchiveError(
+                        f"array {name!r}: its header declares {nbytes} bytes of data, the archive "
+                        f"{info.file_size - offset}"
+                    )
+                buffer = bytearray(nbytes)
+                with memoryview(buffer) as view:  # filled in pieces: no second copy of the array
+                    filled = 0
+                    while filled < nbytes and (piece := member.read(min(nbytes - filled, 1 << 24))):
+                        view[filled : filled + len(piece)] = piece
+                        filled += len(piece)
+                if filled != nbytes or member.read(1):  # read(1) at the end checks the CRC
+                    raise ArchiveError(f"array {name!r} is truncated")
+            array = np.frombuffer(buffer, dtype=dtype) if nbytes else np.empty(shape, dtype=dtype)
+            arrays[name] = array.reshape(shape, order="F" if fortran else "C")
+    return arrays
+
+
+def _npy_header(member: IO[bytes], name: str) -> tuple[np.dtype[Any], tuple[int, ...], bool, int]:
+    """Dtype, shape, Fortran order and data offset of an ``.npy`` member, refused unless plain."""
+    fmt = np.lib.format
+    try:
+        version = fmt.read_magic(member)
+        if version == (1, 0):
+            shape, fortran, dtype = fmt.read_array_header_1_0(member)
+        elif version in ((2, 0), (3, 0)):
+            shape, fortran, dtype = fmt.read_array_header_2_0(member)
+        else:
+            raise ValueError(f"unknown .npy format version {version}")
+    except ValueError as exc:  # not an .npy header: a pickle, random bytes, a header too long
+        raise ArchiveError(f"array {name!r} is not a plain .npy array ({' '.join(str(exc).split())})") from exc
+    if dtype.hasobject or dtype.kind not in _PLAIN_KINDS or dtype.fields is not None or dtype.subdtype is not None:
+        raise ArchiveError(f"array {name!r} has dtype {dtype}: a model file holds numbers and strings only")
+    if not all(isinstance(n, int) and n >= 0 for n in shape):
+        raise ArchiveError(f"array {name!r} has an invalid shape {shape}")
+    return dtype, tuple(shape), bool(fortran), member.tell()
 
 
 def convert_hint(path: str | os.PathLike[str]) -> str:
@@ -247,11 +376,11 @@ def read_model(
         kind = "an empty file" if not start else "not a model file (not an .npz archive)"
         raise fail(f"{path} is {kind}")
     try:
-        # Our own handle: numpy leaves its own open when the archive is broken.
-        with path.open("rb") as fh, np.load(fh, allow_pickle=False) as npz:  # a zip archive: an NpzFile
-            if HEADER_KEY not in npz.files:
-                raise fail(f"{path} is an .npz archive but not a focused model file (no {HEADER_KEY})")
-            raw = npz[HEADER_KEY]
+        with path.open("rb") as fh:
+            with zipfile.ZipFile(fh) as archive:
+                if f"{HEADER_KEY}.npy" not in archive.namelist():
+                    raise fail(f"{path} is an .npz archive but not a focused model file (no {HEADER_KEY})")
+            raw = read_npz(fh, [HEADER_KEY])[HEADER_KEY]
             if raw.dtype != np.uint8 or raw.ndim != 1:
                 raise ValueError(f"bad header array ({raw.dtype}, {raw.ndim}-d)")
             header = json.loads(raw.tobytes().decode("utf-8"))
@@ -260,7 +389,9 @@ def read_model(
             if header.get("format") != FORMAT:
                 raise fail(f"{path} is not a focused model file (format {header.get('format')!r})")
             _check_kind(header, path, kinds, what, fail)
-            arrays = {key: npz[key] for key in _placeholders(header)}
+            arrays = read_npz(fh, [str(key) for key in _placeholders(header)])
+    except ArchiveError as exc:
+        raise fail(f"{what} {path} refused: {exc}") from exc
     except ModelFileError:
         raise
     except (

@@ -13,12 +13,10 @@ made spaces), so the critic reads the same text as before.
 
 Deep nesting: libxml2 stops building the tree at depth 2,048 (256 without
 ``huge_tree``) and drops the rest of the document. When that happens the page
-is read again by the standard library's streaming tokenizer
-(:func:`stream_page`), which builds no tree and never recurses: the open
-elements are a plain list, so a page nested 100,000 levels deep keeps its
-text and its links. Tag soup is repaired more simply there than libxml2 does
-(an end tag closes the nearest open element of its name among the innermost
-64, or is ignored).
+is read again by libxml2 as a SAX parser (:func:`stream_page`), which builds
+no tree and never recurses: the open elements are a plain list, so a page
+nested 100,000 levels deep keeps its text and its links, in about a second.
+Tag soup is repaired by libxml2 there as in the tree.
 """
 
 from __future__ import annotations
@@ -92,14 +90,18 @@ def _text_after_end(html: str) -> bool:
     return bool(rest) and not rest.isspace()
 
 
-def parse_page(html: str) -> ParsedPage:
-    """Parse ``html`` once: leaves, links, base, title and visible text; empty for a blank or unparseable page."""
+def parse_page(html: str, deadline: float | None = None) -> ParsedPage:
+    """Parse ``html`` once: leaves, links, base, title and visible text; empty for a blank or unparseable page.
+
+    ``deadline`` (a :func:`time.monotonic` time) bounds the streaming fallback, the one part whose time
+    grows with the page's nesting: :class:`~focused.page.parsed.PageTooSlow` once it has passed.
+    """
     prepared, as_written = prepare(html)
     if not prepared or prepared.isspace():
         return ParsedPage()
     root = _parse(prepared)
     if root is _DEEP:
-        return stream_page(prepared)
+        return stream_page(prepared, deadline)
     page = ParsedPage()
     if root is None:
         return page
@@ -109,7 +111,7 @@ def parse_page(html: str) -> ParsedPage:
     # the links and leaves of the page as written, the text of the page as prepared
     written = _parse(as_written.encode("utf-8", "replace"))
     if written is _DEEP:
-        stream = stream_page(as_written)
+        stream = stream_page(as_written, deadline)
         page.leaves, page.links, page.base_href, page.title = (
             stream.leaves,
             stream.links,

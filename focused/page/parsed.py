@@ -31,6 +31,10 @@ BREAK = "\x00"  # marks a block boundary while collecting; never in parsed text 
 _BREAKS = re.compile(r" ?\x00[\x00 ]*")
 
 
+class PageTooSlow(Exception):
+    """Reading a page took longer than its time budget (``FOCUSED_PAGE_TIME_BUDGET``): the page is skipped."""
+
+
 @dataclass
 class ParsedPage:
     """What one parse of a page gives (see :mod:`focused.page.parse`).
@@ -55,6 +59,11 @@ class ParsedPage:
     #: ((base URL, d_max, n_features), result) of :func:`~focused.learning.apprentice.linkids.page_link_ids`, when a
     #: page-analysis worker computed it (:mod:`focused.analysis.worker`)
     link_ids: tuple[tuple[str, int, int], Any] | None = None
+    #: Whether the page's ``<base href>`` could not be joined (``http://[ffff``): its links are resolved against
+    #: the page's own URL; set, with :attr:`bad_links`, when the links are resolved.
+    bad_base: bool = False
+    #: Hrefs that could not be joined to the base (an invalid IPv6 host...): dropped.
+    bad_links: int = 0
 
     def truncate(self, n_links: int) -> None:
         """Keep only the first ``n_links`` links (a page cut at the crawl's cap of links per page)."""

@@ -63,29 +63,54 @@ _HASH_COLUMN = (("simhash", 1), _word_hashes, np.uint64)
 
 
 def _bigram_hashes(word_hashes: np.ndarray) -> np.ndarray:
-    """The distinct 64-bit hashes of the page's word bigrams, from its words' hashes.
+    """The distinct 64-bit hashes of the page's word bigrams, from its words' hashes, sorted.
 
     A bigram's hash mixes the pair of word hashes (SplitMix64), in numpy: no Python call per bigram.
     Two words colliding in 32 bits (one pair in ~10^6 for a 5,000-word page) only merges two votes
-    of the fingerprint.
+    of the fingerprint. Distinct by a sort and a neighbour test (``np.unique`` costs several sorts' time).
     """
     with np.errstate(over="ignore"):
         pairs = (word_hashes[:-1] << np.uint64(32)) | word_hashes[1:]
-        return np.unique(_mix64(pairs))
+        hashes = _mix64(pairs)
+    hashes.sort()
+    if len(hashes) > 1:
+        hashes = hashes[np.concatenate(([True], hashes[1:] != hashes[:-1]))]
+    return hashes
+
+
+#: Bit ``j`` of each byte value (256, 8), little-endian bit order, for counting the set bits per position.
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.int64)
+#: Where byte ``b`` of a hash tallies in one flat count of (byte position, byte value) cells.
+_BYTE_CELLS = np.arange(8, dtype=np.intp) * 256
+
+
+def _majority_bits(hashes: np.ndarray) -> int:
+    """The 64-bit word whose bit ``i`` is set when more than half of ``hashes`` have bit ``i`` set.
+
+    Counts byte values per byte position (one ``bincount`` of 8 x 256 cells) and turns them into set-bit
+    counts with a (256, 8) table: no (n, 64) bit matrix.
+    """
+    by_byte = hashes.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
+    cells = np.bincount((by_byte + _BYTE_CELLS).ravel(), minlength=8 * 256).reshape(8, 256)
+    set_bits = (cells @ _BYTE_BITS).ravel()  # [8 * byte + bit]: the little-endian bit position
+    return int(np.packbits(2 * set_bits > len(hashes), bitorder="little").view("<u8")[0])
+
+
+def fingerprint_of_word_hashes(word_hashes: np.ndarray) -> int | None:
+    """The SimHash of a page from its tokens' :func:`_word_hash` values (the first :data:`MAX_WORDS` are read)."""
+    word_hashes = word_hashes[:MAX_WORDS]
+    # A set, not counts: one frequent bigram ("0 0" of a phone list) would otherwise decide every bit.
+    hashes = _bigram_hashes(word_hashes) if len(word_hashes) > 1 else np.zeros(0, dtype=np.uint64)
+    if len(hashes) < MIN_SHINGLES:
+        return None
+    return _majority_bits(hashes)  # a bit's vote: +1 per hash with it set, -1 per hash with it clear
 
 
 def simhash(text: str) -> int | None:
     """The page's 64-bit SimHash, or ``None`` for a page with too little text."""
     # the critic's tokens, numbered once for both (focused.page.words)
     got = page_tokens(text, (_HASH_COLUMN,))
-    word_hashes = got[0][:MAX_WORDS] if got is not None else _word_hashes(tokenize(text)[:MAX_WORDS])
-    # A set, not counts: one frequent bigram ("0 0" of a phone list) would otherwise decide every bit.
-    hashes = _bigram_hashes(word_hashes) if len(word_hashes) > 1 else np.zeros(0, dtype=np.uint64)
-    if len(hashes) < MIN_SHINGLES:
-        return None
-    bits = np.unpackbits(hashes.astype("<u8").view(np.uint8).reshape(-1, 8), axis=1, bitorder="little")
-    votes = 2 * bits.sum(axis=0, dtype=np.int64) - len(hashes)  # (64,): +1 per set bit, -1 per clear bit
-    return int(sum(1 << int(i) for i in np.flatnonzero(votes > 0)))
+    return fingerprint_of_word_hashes(got[0] if got is not None else _word_hashes(tokenize(text)[:MAX_WORDS]))
 
 
 def distance(a: int, b: int) -> int:

@@ -90,15 +90,17 @@ class WordTable:
 
     def _rows(self, words: list[str]) -> np.ndarray | None:
         where = self._row
-        new = set(words).difference(where)
-        if new:
+        found = list(map(where.get, words))  # one look-up a word; new words (rare once warm) come out None
+        if None in found:
+            new = {word for word, row in zip(words, found, strict=True) if row is None}
             if len(new) > self.max_words:
                 return None
             if len(where) + len(new) > self.max_words:
                 self._clear()
                 new = set(words).difference(where)
             self._add(sorted(new))  # sorted: the numbering does not depend on the set's order
-        return np.fromiter(map(where.__getitem__, words), dtype=np.intp, count=len(words))
+            found = list(map(where.__getitem__, words))
+        return np.array(found, dtype=np.intp)
 
     def _add(self, new: list[str]) -> None:
         start = len(self._words)

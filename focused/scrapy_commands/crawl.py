@@ -36,7 +36,7 @@ from twisted.python.failure import Failure
 
 from focused.errors import ConfigError
 from focused.learning.modelfile import ModelFileError
-from focused.settings.validation import validate
+from focused.settings.validation import ARGUMENT_SETTINGS, validate
 
 if TYPE_CHECKING:
     import argparse
@@ -78,6 +78,30 @@ class Command(ScrapyCrawlCommand):
             print(f"error: {message}", file=sys.stderr)
             _to_log_file(self.settings.get("LOG_FILE"), message)
             sys.exit(1)
+        if opts.spargs.get("examples"):
+            self._topic_from_examples(opts)
+
+    def _topic_from_examples(self, opts: argparse.Namespace) -> None:
+        """``-a examples=...``: train the topic's critic (or find it cached) before the crawl starts, and crawl
+        with it: the spider then gets ``-a model=<the cached file> -a topic=<its name>``."""
+        from focused.core.examples import prepare_crawl
+
+        assert self.settings is not None
+        settings = self.settings.copy()
+        for arg, value in opts.spargs.items():
+            if arg in ARGUMENT_SETTINGS:
+                settings.set(ARGUMENT_SETTINGS[arg], value, priority="cmdline")
+        handler = _log_to_stderr()
+        try:
+            path, topic, _ = prepare_crawl(settings)
+        except ConfigError as exc:
+            print(f"error: -a examples={opts.spargs['examples']}: {exc}", file=sys.stderr)
+            _to_log_file(self.settings.get("LOG_FILE"), str(exc))
+            sys.exit(1)
+        finally:
+            logging.getLogger("focused.core.examples").removeHandler(handler)
+        del opts.spargs["examples"]
+        opts.spargs["model"], opts.spargs["topic"] = str(path), topic
 
     def run(self, args: list[str], opts: argparse.Namespace) -> None:
         if len(args) != 1:
@@ -104,6 +128,16 @@ class Command(ScrapyCrawlCommand):
             print(f"error: {line}", file=sys.stderr)
             _to_log_file(crawler.settings.get("LOG_FILE"), line)
             self.exitcode = 1
+
+
+def _log_to_stderr() -> logging.Handler:
+    """Before Scrapy's own logging is set up: the examples' training logs its report (at INFO) to stderr."""
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s"))
+    examples_logger = logging.getLogger("focused.core.examples")
+    examples_logger.addHandler(handler)
+    examples_logger.setLevel(logging.INFO)
+    return handler
 
 
 def report_user_errors(started: Any, *, scrapyd: bool = False) -> None:

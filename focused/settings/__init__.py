@@ -80,6 +80,9 @@ STATS_DUMP = False
 CONCURRENT_ITEMS = 8
 
 TELNETCONSOLE_ENABLED = False
+# Scrapy's remote control (an HTTP server on a loopback port in every crawl): nothing here needs it; -s
+# REMOTE_CONTROL_ENABLED=True turns it on for a user who does.
+REMOTE_CONTROL_ENABLED = False
 FEED_EXPORT_ENCODING = "utf-8"
 LOG_LEVEL = "INFO"
 TWISTED_REACTOR = "twisted.internet.asyncioreactor.AsyncioSelectorReactor"

@@ -187,6 +187,13 @@ def db_template() -> Spec:
         except (KeyError, IndexError, ValueError):
             raise Invalid(f"expected {valid}") from None
         _writable_path(project_path(path), valid)
+        if path == raw:  # one file, no fields: one that holds something else is refused now
+            from focused.crawldb import CrawlDBError, check_crawl_db
+
+            try:
+                check_crawl_db(project_path(path))
+            except CrawlDBError as exc:
+                raise Invalid(str(exc)) from None
 
     return Spec(check, valid)
 

@@ -236,3 +236,26 @@ FOCUSED_WARC_MAX_BYTES = 1_000_000_000
 #: Which pages go to the WARC files: ``all`` the pages the crawl labels (those of the crawl database), or
 #: ``relevant``, only those the critic (or the predicate) judged relevant.
 FOCUSED_WARC_PAGES = "all"
+
+#: The most bytes of arrays one model, checkpoint or knowledge file may hold (all its arrays together). A file is
+#: checked against it from its zip directory and array headers before anything is decompressed or allocated, so that
+#: a small file declaring a huge array is refused in one line (the shipped models hold about 13 MB).
+FOCUSED_MODEL_MAX_BYTES = 1 << 30
+
+#: Seconds the reading of one page may take (parse, links, verdict); a page still being read then is skipped and
+#: counted (``focused/pages/skipped_slow``) instead of holding the crawl. A page-analysis worker bounds all of the
+#: reading; in the crawl process it bounds the streaming parse of deeply nested pages. 0: no limit.
+FOCUSED_PAGE_TIME_BUDGET = 30.0
+
+#: A topic from example pages (``-a examples=DIR|URL,URL|FILE``, docs/topic.md): a folder of pages, comma-separated
+#: URLs, or a file listing URLs or paths one a line. The crawl trains a critic from them at start (the topic is
+#: ``-a topic=NAME``, else the folder's or file's name) and, without seeds, starts from their URLs. Empty: none.
+FOCUSED_EXAMPLES = ""
+#: Where critics trained from examples are kept, named by a hash of the examples' content: a resumed crawl or a
+#: second worker on the same machine reuses the file instead of training again.
+FOCUSED_EXAMPLES_CACHE = "crawls/examples"
+#: The unlabelled background of a critic from examples: ``webkb``, ``wiki`` (the corpora folder,
+#: ``$FOCUSED_CORPORA``) or folders of pages, comma-separated.
+FOCUSED_EXAMPLES_BACKGROUND = "webkb,wiki"
+#: The most background pages sampled for a critic from examples (uniformly over the sources).
+FOCUSED_EXAMPLES_MAX_BACKGROUND = 3000

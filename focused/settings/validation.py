@@ -61,6 +61,7 @@ ARGUMENT_SETTINGS = {
     "knowledge": "FOCUSED_INTELLIGENT_LOAD",
     "save_knowledge": "FOCUSED_INTELLIGENT_SAVE",
     "jobdir": "FOCUSED_JOBDIR",
+    "examples": "FOCUSED_EXAMPLES",
 }
 
 #: The setting -> the spider argument that sets it.
@@ -167,7 +168,7 @@ def _topic(value: Any, ctx: Context) -> None:
     from focused.learning.critic.topics import UnknownTopicError
 
     critic = ctx.loaded.get("critic")
-    if critic is None:  # the critic's own check failed first
+    if critic is None or as_text(ctx.settings.get("FOCUSED_EXAMPLES")):  # a bad critic, or the examples' topic
         return
     spec = as_text(value)
     if not spec and as_text(ctx.settings.get("FOCUSED_PREDICATE")):  # the predicate defines relevance
@@ -199,6 +200,25 @@ def _other_models(spec: str, ctx: Context) -> str:
             continue
         return f"; the default model {name} has it: add -a model={name}"
     return f"; other default models: {', '.join(others)}" if others else ""
+
+
+def _examples(value: Any, ctx: Context) -> None:
+    from focused.core.examples import check_background, check_examples_spec, topic_name
+
+    spec = as_text(value)
+    if not spec:
+        return
+    if ctx.settings.getpriority("FOCUSED_CRITIC_MODEL") >= 40:  # given on the command line
+        raise Invalid("the examples make the critic: leave out -a model=")
+    try:
+        files_only = check_examples_spec(spec) is not None
+        topic_name(spec, as_text(ctx.settings.get("FOCUSED_TOPIC")).strip())
+        check_background([s.strip() for s in as_text(ctx.settings.get("FOCUSED_EXAMPLES_BACKGROUND")).split(",")])
+    except ConfigError as exc:
+        raise Invalid(str(exc)) from None
+    seeds = any(as_text(ctx.settings.get(n)) for n in ("FOCUSED_SEEDS", "FOCUSED_SEEDS_FILE", "REDIS_URL"))
+    if files_only and not seeds:
+        raise Invalid("example pages given as files have no URLs to start from: add -a seeds=URL[,URL...]")
 
 
 def _apprentice(raw: str, ctx: Context) -> None:
@@ -311,6 +331,14 @@ def _allow_internal(value: Any, ctx: Context) -> None:
         raise Invalid(str(exc).split(": ", 1)[-1]) from None
 
 
+def _model_max_bytes(value: Any, ctx: Context) -> None:
+    """A positive size, which becomes the limit of every model file the crawl (and this check) reads."""
+    from focused.learning.modelfile import set_max_bytes
+
+    whole(1).check(value, ctx)
+    set_max_bytes(int(as_text(value)) if not isinstance(value, int) else value)
+
+
 #: One check per setting, in the order they run (files that must be loaded last).
 SPECS: dict[str, Spec] = {
     "FOCUSED_SEEDS": Spec(_seeds, "comma-separated http(s) URLs (or empty: the topic's example URLs)"),
@@ -394,7 +422,15 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_WARC": Spec(_warc_folder, "a writable folder for WARC files (or empty: none)"),
     "FOCUSED_WARC_MAX_BYTES": whole(1),
     "FOCUSED_WARC_PAGES": choice(("all", "relevant"), "page selection"),
+    "FOCUSED_EXAMPLES": Spec(_examples, "a folder of example pages, comma-separated URLs, or a file listing them"),
+    "FOCUSED_EXAMPLES_CACHE": text(),
+    "FOCUSED_EXAMPLES_BACKGROUND": text(),
+    "FOCUSED_EXAMPLES_MAX_BACKGROUND": whole(2),
+    "FOCUSED_MODEL_MAX_BYTES": Spec(_model_max_bytes, "a whole number of bytes >= 1"),
+    "FOCUSED_PAGE_TIME_BUDGET": number(0, note="seconds; 0: no limit"),
 }
+#: Checked before the others: the limit of model files applies to the files they read.
+RUN_FIRST = ("FOCUSED_MODEL_MAX_BYTES",)
 
 
 def default_names() -> list[str]:
@@ -432,7 +468,7 @@ def validate(settings: Any, spider_args: Mapping[str, Any] | None = None, *, ign
                 "the FOCUSED_* settings are listed in docs/settings.md"
             )
     ctx = Context(effective)
-    for name, spec in SPECS.items():
+    for name, spec in {**{n: SPECS[n] for n in RUN_FIRST}, **SPECS}.items():
         value = effective.get(name)
         try:
             spec.check(value, ctx)

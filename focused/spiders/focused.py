@@ -16,6 +16,7 @@ Spider arguments are shorthands for settings (``-a topic=X`` is
 
 from __future__ import annotations
 
+import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from scrapy.http import Response, TextResponse
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from focused.analysis.client import AUTO_START_AFTER, PageAnalysis
+from focused.analysis.client import AUTO_START_AFTER, PageAnalysis, skipped_slow
 from focused.analysis.outlinks import take_links
 from focused.analysis.worker import is_auto, workers_for
 from focused.core.runtime import CrawlRuntime
@@ -34,7 +35,7 @@ from focused.frontier.linkrequest import LinkRequest
 from focused.frontier.settings import uses_redis
 from focused.items import PageItem
 from focused.page.parse import parse_page
-from focused.page.parsed import ParsedPage
+from focused.page.parsed import PageTooSlow, ParsedPage
 from focused.priority import SEED_PRIORITY
 from focused.settings.access import setting
 from focused.settings.profiles import apply_profile
@@ -86,6 +87,12 @@ class FocusedSpider(scrapy.Spider):
         if kwargs.get("_job"):  # run by Scrapyd
             apply_job(crawler.settings, cls.name, str(kwargs["_job"]))
         apply_jobdir(crawler.settings)  # before the scheduler, the pipeline and the extensions read JOBDIR
+        if setting(crawler.settings, "FOCUSED_EXAMPLES"):  # `scrapy crawl` trained it already; another runner here
+            from focused.core.examples import prepare_crawl
+
+            model, topic, _ = prepare_crawl(crawler.settings)
+            crawler.settings.set("FOCUSED_CRITIC_MODEL", str(model), priority="cmdline")
+            crawler.settings.set("FOCUSED_TOPIC", topic, priority="cmdline")
         spider = super().from_crawler(crawler, *args, **kwargs)
         if uses_redis(crawler.settings):  # seeds pushed to <prefix>:start_urls, as with scrapy-redis
             spider.redis_seeds = RedisSeeds(crawler, cls.name, spider.parse)
@@ -145,7 +152,14 @@ class FocusedSpider(scrapy.Spider):
                 return
             parsed, links, over = read
         else:
-            parsed, links, over = await self._read_here(response, html, follow)
+            read = await self._read_here(response, html, follow)
+            if read is None:
+                return
+            parsed, links, over = read
+        if parsed.bad_base:  # an unjoinable <base href>: the links were resolved against the page's URL
+            self.crawler.stats.inc_value("focused/links/bad_base")
+        if parsed.bad_links:
+            self.crawler.stats.inc_value("focused/links/bad_href", parsed.bad_links)
         if over:
             self.crawler.stats.inc_value("focused/links/over_cap", over)
             self.crawler.stats.inc_value("focused/links/capped_pages")
@@ -169,16 +183,30 @@ class FocusedSpider(scrapy.Spider):
         """The errback of the seeds: :class:`~focused.spiders.seedreport.SeedReport` notes why."""
         return self.seed_report.failed(failure)
 
-    async def _read_here(self, response: TextResponse, html: str, follow: bool) -> tuple[ParsedPage, list[str], int]:
-        """:meth:`_read` in the crawl process; a long page in a thread (seconds of parsing: off the reactor)."""
-        if len(html) > THREAD_PAGE_CHARS:
-            return await maybe_deferred_to_future(deferToThread(self._read, response, html, follow))
-        return self._read(response, html, follow)
+    async def _read_here(
+        self, response: TextResponse, html: str, follow: bool
+    ) -> tuple[ParsedPage, list[str], int] | None:
+        """:meth:`_read` in the crawl process; a long page in a thread (seconds of parsing: off the reactor).
 
-    def _read(self, response: TextResponse, html: str, follow: bool) -> tuple[ParsedPage, list[str], int]:
+        None: the page took longer than ``FOCUSED_PAGE_TIME_BUDGET`` (skipped, counted). Here the budget
+        bounds the streaming parse of deeply nested pages (a worker process bounds all of the reading).
+        """
+        budget = setting(self.crawler.settings, "FOCUSED_PAGE_TIME_BUDGET")
+        deadline = time.monotonic() + budget if budget > 0 else None
+        try:
+            if len(html) > THREAD_PAGE_CHARS:
+                return await maybe_deferred_to_future(deferToThread(self._read, response, html, follow, deadline))
+            return self._read(response, html, follow, deadline)
+        except PageTooSlow:
+            skipped_slow(self.crawler, response.url)
+            return None
+
+    def _read(
+        self, response: TextResponse, html: str, follow: bool, deadline: float | None = None
+    ) -> tuple[ParsedPage, list[str], int]:
         """The one parse of the page (links, title, visible text, DOM leaves), its outlinks, and the
         ``<a href>`` left unread beyond the cap of ``FOCUSED_MAX_LINKS_PER_PAGE`` links."""
-        parsed = parse_page(html)
+        parsed = parse_page(html, deadline)
         if not follow:
             return parsed, [], 0
         links, over = self._take_links(response, parsed)

@@ -25,6 +25,8 @@ stored pages), ``src`` and ``dst`` (edge arrays of indices), ``format_version``.
 
 from __future__ import annotations
 
+import zipfile
+import zlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
@@ -33,6 +35,7 @@ from scipy import sparse
 
 from focused.errors import ConfigError
 from focused.learning.critic.topics import Topic
+from focused.learning.modelfile import read_npz
 from focused.paths import project_path
 from focused.replay.labels import label_lookup, read_labels
 from focused.settings.access import setting
@@ -70,11 +73,11 @@ class GraphFileError(ValueError):
 
 def load_graph(path: str | Path) -> tuple[list[str], np.ndarray, np.ndarray]:
     """``(urls, src, dst)`` from a graph file; :class:`GraphFileError` if it is not one."""
-    try:
-        with np.load(path, allow_pickle=False) as data:
-            version = int(data["format_version"])
-            urls, src, dst = [str(u) for u in data["urls"]], data["src"], data["dst"]
-    except (OSError, KeyError, ValueError) as exc:
+    try:  # within the size limit of model files, before anything is decompressed
+        data = read_npz(path, ["format_version", "urls", "src", "dst"])
+        version = int(data["format_version"])
+        urls, src, dst = [str(u) for u in data["urls"]], data["src"], data["dst"]
+    except (OSError, KeyError, ValueError, TypeError, zipfile.BadZipFile, zlib.error, EOFError) as exc:
         raise GraphFileError(f"cannot read link graph {path}: {exc}") from exc
     if version != GRAPH_FORMAT:
         raise GraphFileError(f"link graph {path} has format {version}, this version reads {GRAPH_FORMAT}")

@@ -9,12 +9,16 @@ rendered Wikipedia replay (as ``focused bench-frontier``). Figures, never assert
    longest worker's ``elapsed_time_seconds``), CPU ms per page (every worker,
    start-up included) and Redis round trips per page (``INFO commandstats``
    deltas: script calls plus the commands no script of focused issues; a
-   pipeline counts one per command).
+   pipeline counts one per command; a command that scripts issue too, such as
+   ``ZCARD``, is not counted when a client sends it, which a crawl does only
+   when idle).
 2. **Re-scoring** 100,000 waiting requests in Redis through
    :meth:`FocusedScheduler.rescore`, as ``bench-frontier`` does for memory and SQLite.
 3. **A worker killed** with SIGKILL mid-crawl (``FOCUSED_REDIS_LEASE_SECONDS=3``):
    the other worker's re-queued and re-fetched URLs, and URLs lost (link
    targets of fetched pages neither fetched nor left in the frontier).
+4. **Saturation** of one Redis by 1, 2, 4, 8 simulated workers driving only the
+   frontier protocol (:mod:`focused.bench.studies.saturation`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,7 @@ import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -37,6 +41,9 @@ import redis
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, scrapy_command, stats_path
 from focused.bench.studies.frontier_store import request_key
 from focused.bench.studies.rescoring import rescore_study
+from focused.bench.studies.saturation import SaturationConfig, saturation_study
+from focused.bench.studies.saturation import markdown as saturation_markdown
+from focused.bench.studies.saturation import write as write_saturation
 from focused.bench.wikiweb import HOST, bench_run, cpu_children, md_row, read_only, wiki_spec
 from focused.frontier import redis_lua
 
@@ -54,16 +61,27 @@ class DistributedBenchConfig:
     kill_after: int = 150
     lease_seconds: float = 3.0
     seed: int = 0
+    saturation: SaturationConfig = field(default_factory=SaturationConfig)
 
     def quick(self) -> DistributedBenchConfig:
-        return replace(self, budget=300, rounds=1, rescore_entries=20_000, kill_budget=150, kill_after=50)
+        return replace(
+            self,
+            budget=300,
+            rounds=1,
+            rescore_entries=20_000,
+            kill_budget=150,
+            kill_after=50,
+            saturation=self.saturation.quick(),
+        )
 
 
 def _script_commands() -> set[str]:
     """Commands the Lua scripts of focused call: inside a script they are no round trip."""
+    from focused.core import sharedcount
     from focused.learning.apprentice import shared
 
-    text = "".join(str(getattr(m, name)) for m in (redis_lua, shared) for name in dir(m) if name.isupper())
+    modules = (redis_lua, shared, sharedcount)
+    text = "".join(str(getattr(m, name)) for m in modules for name in dir(m) if name.isupper())
     return {c.lower() for c in re.findall(r"redis\.call\('([A-Z]+)'", text)}
 
 
@@ -251,7 +269,16 @@ def run_distributed_bench(config: DistributedBenchConfig) -> dict[str, Any]:
             config.rescore_entries, config.out / "cache", seed=config.seed, stores={"redis": redis_settings}
         )["redis"]
         result["kill"] = kill_study(config, server.proxy_url, url)
+        result["saturation"] = saturation_study(url, config.saturation)
+    write_saturation(result["saturation"], config.out)
     return result
+
+
+def run_saturation(config: DistributedBenchConfig) -> Path:
+    """Only the saturation study, on a Redis of its own; returns the path of ``saturation.md``."""
+    with redis_server(config.out / "cache" / "redis") as url:
+        result = saturation_study(url, config.saturation)
+    return write_saturation(result, config.out)
 
 
 def markdown(result: dict[str, Any]) -> str:
@@ -299,7 +326,7 @@ def markdown(result: dict[str, Any]) -> str:
         ),
         "",
         "The issue's goal: at most 5 s for 100,000 waiting requests. Push and pop go through the scheduler "
-        "(each is a script call plus a `ZCARD` for the frontier size stat).",
+        "(a push is one script call with the other links found meanwhile; a pop carries the acknowledgements).",
         "",
         f"## A worker killed with SIGKILL: 2 workers of {c['kill_budget']:,} pages each, "
         f"leases of {c['lease_seconds']:g} s",
@@ -319,5 +346,8 @@ def markdown(result: dict[str, Any]) -> str:
         ),
         "",
         "Lost: link targets of the pages of both crawl databases neither fetched nor waiting or leased in Redis.",
+        "",
     ]
+    if "saturation" in result:
+        lines.append(saturation_markdown(result["saturation"]))
     return "\n".join(lines) + "\n"

@@ -277,7 +277,7 @@ def run_frontier_bench(config: FrontierBenchConfig) -> dict[str, Any]:
         result["throughput"] = throughput(config, server.proxy_url)
         result["rescore"] = [
             rescore_study(config.rescore_entries, config.out / "cache", parents=parents, seed=config.seed)
-            for parents in ((1,) if config.rescore_entries < 100_000 else (1, 3))
+            for parents in (1, 6)  # real waiting URLs have 6-7 parents
         ]
         result["kill"] = kill_study(config, server.proxy_url)
     return result

@@ -34,9 +34,10 @@ STORES = ("memory", "sqlite")
 
 
 def synthetic_links(rng: np.random.Generator, vocabulary: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` links: 60 hashed feature ids each (Zipf-like over ``vocabulary``, int32) and 2 side features (float32)."""
+    """``n`` links: 60 hashed feature ids each (Zipf-like over ``vocabulary``, int32, sorted within a link as the
+    crawler's payloads are) and 2 side features (float32)."""
     ranks = np.minimum((rng.pareto(1.0, size=(n, 60)) * 50).astype(np.int64), len(vocabulary) - 1)
-    return vocabulary[ranks].astype(np.int32), rng.normal(-1.0, 1.5, size=(n, 2)).astype(np.float32)
+    return np.sort(vocabulary[ranks].astype(np.int32), axis=1), rng.normal(-1.0, 1.5, size=(n, 2)).astype(np.float32)
 
 
 def synthetic_payloads(rng: np.random.Generator, vocabulary: np.ndarray, n: int) -> list[LinkPayload]:

@@ -24,6 +24,7 @@ import numpy as np
 
 STAGES = (
     "parse (tree, leaves, links, visible text)",
+    "words (the text's tokens, numbered once for the fingerprint and the critic)",
     "near-duplicate fingerprint",
     "critic",
     "link features",
@@ -56,6 +57,7 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
     from focused.page.parse import _parse, _read_tree, prepare
     from focused.page.parsed import ParsedPage
     from focused.page.simhash import simhash
+    from focused.page.words import page_tokens
     from focused.spiders.focused import FocusedSpider
 
     critic = load_critic(model)
@@ -90,6 +92,8 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
             parsed = ParsedPage()
             _read_tree(root, parsed)
             links, _ = spider._take_links(response, parsed)
+            t1 = clock()
+            page_tokens(parsed.text, ())  # the regex's words numbered; the fingerprint and the critic read them
             t2 = clock()
             simhash(parsed.text)
             t3 = clock()
@@ -119,7 +123,7 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
             )  # fmt: skip
             zlib.compress(html.encode("utf-8"), HTML_LEVEL)  # what the writer thread does with it
             t9 = clock()
-            marks = (t0, t2, t3, t4, t5, t6, t7, t8, t9)
+            marks = (t0, t1, t2, t3, t4, t5, t6, t7, t8, t9)
             for k, stage in enumerate(STAGES):
                 totals[stage] += marks[k + 1] - marks[k]
             links_total += len(links)

@@ -2,8 +2,8 @@
 
 Scrapy-free, no pickle: the learner and the model are model files
 (:meth:`Apprentice.save`, :meth:`ApprenticeModel.save`), the crawl-time state
-(:meth:`OnlineApprentice.state_arrays`) an ``.npz`` of plain arrays read with
-``allow_pickle=False``. Each checkpoint is written into a new numbered folder
+(:meth:`OnlineApprentice.state_arrays`) an ``.npz`` of plain arrays read within bounds
+(:func:`~focused.learning.modelfile.read_npz`). Each checkpoint is written into a new numbered folder
 and only then made current by rewriting ``current.json`` atomically, so a kill
 at any moment leaves the previous checkpoint or the new one, never a mix.
 """
@@ -21,6 +21,7 @@ import numpy as np
 from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.model import ApprenticeModel
 from focused.learning.apprentice.online import OnlineApprentice
+from focused.learning.modelfile import read_npz
 
 FORMAT = "focused.apprentice-checkpoint"
 FORMAT_VERSION = 1
@@ -81,8 +82,7 @@ def load_checkpoint(folder: str | Path, online: OnlineApprentice) -> ApprenticeM
     try:
         learner = Apprentice.load(target / LEARNER)
         model = ApprenticeModel.load(target / MODEL) if (target / MODEL).exists() else None
-        with np.load(target / STATE, allow_pickle=False) as data:
-            arrays: dict[str, Any] = {k: data[k] for k in data.files}
+        arrays: dict[str, Any] = read_npz(target / STATE)  # within FOCUSED_MODEL_MAX_BYTES, no pickle
         online.learner = learner
         online.restore_arrays(arrays)
     except CheckpointError:

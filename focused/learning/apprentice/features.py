@@ -191,12 +191,20 @@ def resolve_links(parsed: ParsedPage, base_url: str, upto: int | None = None) ->
         return out
     base = base_url.partition("#")[0]
     if parsed.base_href:
-        base = urljoin(base, parsed.base_href.strip()).partition("#")[0]
+        try:
+            base = urljoin(base, parsed.base_href.strip()).partition("#")[0]
+        except ValueError:  # <base href="http://[ffff">: an invalid IPv6 host; the page's own URL is the base
+            parsed.bad_base = True
     resolved: dict[str, str | None] = {}
     for href, _, _ in parsed.links[len(out) : upto]:
         url = resolved.get(href, "")
         if url == "":
-            url = resolved[href] = _resolve(base, href)
+            try:
+                url = _resolve(base, href)
+            except ValueError:  # an href urljoin cannot join (an invalid IPv6 host): dropped, counted
+                url = None
+                parsed.bad_links += 1
+            resolved[href] = url
         out.append(url)
     return out
 
@@ -229,15 +237,12 @@ def decode_html(data: bytes, encoding: str | None) -> str:
 
 
 def _resolve(base_url: str, href: str) -> str | None:
-    """Absolute http(s) URL of ``href`` without fragment, or None."""
+    """Absolute http(s) URL of ``href`` without fragment, or None; ``ValueError`` if urljoin cannot join them."""
     href = href.strip().partition("#")[0]  # a bare "#x" is the page itself
     scheme = _SCHEME_RE.match(href)
     if scheme and scheme.group(1).lower() not in _SCHEMES:
         return None  # mailto:, javascript:, ftp:, ... without the cost of urljoin
-    try:
-        url = urljoin(base_url, href)
-    except ValueError:  # e.g. an invalid IPv6 host
-        return None
+    url = urljoin(base_url, href)  # ValueError for an invalid IPv6 host: the caller drops and counts it
     scheme = _SCHEME_RE.match(url)
     if not scheme or scheme.group(1).lower() not in _SCHEMES:
         return None
@@ -383,19 +388,19 @@ def csr_from_flat(lengths: np.ndarray, ids: np.ndarray, n_features: int = N_FEAT
         raise ValueError(f"feature ids out of range for n_features={n_features}")
     shape = (len(lengths), n_features)
     if ids.size >= RUNS_MIN_IDS:
-        rising = ids[1:] > ids[:-1]
         boundary = np.zeros(ids.size - 1, dtype=bool)
         inner = indptr[1:-1]
         boundary[inner[(inner > 0) & (inner < ids.size)] - 1] = True  # a row starts after this position
-        if np.all(rising | boundary | (ids[1:] == ids[:-1])):  # sorted within every row
+        if np.all((ids[1:] >= ids[:-1]) | boundary):  # sorted within every row
             new_run = np.empty(ids.size, dtype=bool)  # where a run of equal ids (one column of a row) starts
             new_run[0] = True
-            np.logical_or(rising, boundary, out=new_run[1:])
+            np.logical_or(ids[1:] != ids[:-1], boundary, out=new_run[1:])
             starts = np.flatnonzero(new_run)
-            counts = np.diff(np.append(starts, ids.size)).astype(np.float64)
-            runs_before = np.zeros(ids.size + 1, dtype=np.int64)
-            np.cumsum(new_run, out=runs_before[1:])
-            X = sp.csr_matrix((counts, ids[starts], runs_before[indptr]), shape=shape, dtype=np.float64)
+            counts = np.empty(starts.size, dtype=np.float64)  # each run's length: one pass, no int64 copy
+            np.subtract(starts[1:], starts[:-1], out=counts[:-1])
+            counts[-1] = ids.size - starts[-1]
+            # a row's first run: the runs that start before the row (no running count over every id)
+            X = sp.csr_matrix((counts, ids[starts], np.searchsorted(starts, indptr)), shape=shape, dtype=np.float64)
             X.has_sorted_indices = True
             X.has_canonical_format = True
             return X

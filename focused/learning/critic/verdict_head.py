@@ -23,6 +23,11 @@ Scoring needs numpy and scipy only: the weights are stored as a sparse matrix
 over the features seen in training (plain arrays in the model file), and the
 probabilities are computed as scikit-learn's ``predict_proba`` computes them
 for one-vs-rest (each class's sigmoid, normalised over the classes).
+
+A two-class head may be a positive-unlabelled learner's (:mod:`focused.learning.critic.examples`):
+its regression tells the labelled positives from unlabelled pages, and with ``pu_c`` (Elkan and
+Noto's c, the mean score of held-out positives) the topic class ``pu_class`` gets
+Pr(topic | page) = min(1, g(page) / c), the background the rest.
 """
 
 from __future__ import annotations
@@ -35,8 +40,10 @@ import scipy.sparse as sp
 
 __all__ = ["HEAD_FORMAT", "VerdictHead", "train_head"]
 
-#: The head's layout in a model file (its ``verdict_head`` entry); bumped when it changes.
-HEAD_FORMAT = 1
+#: The head's layout in a model file (its ``verdict_head`` entry); bumped when it changes (2: ``pu_c``).
+HEAD_FORMAT = 2
+#: The layouts this code reads.
+READABLE_HEAD_FORMATS = (1, 2)
 #: L2 penalty of the regression (scikit-learn's ``alpha``) and its passes over the pages.
 DEFAULT_ALPHA = 1e-5
 EPOCHS = 30
@@ -58,6 +65,9 @@ class VerdictHead:
     idf: np.ndarray  # (n_features,) float64, 0 for a feature no training page had
     idf_unseen: float
     alpha: float = DEFAULT_ALPHA
+    #: positive-unlabelled scaling: Pr(class ``pu_class``) = min(1, g / ``pu_c``) (None: a plain head)
+    pu_c: float | None = None
+    pu_class: int = 0
     # derived in __post_init__: the features that have a weight, each one's row in a dense block of their
     # weights (n_used, n_classes), and the idf of every feature
     _slot: np.ndarray = field(init=False, repr=False)
@@ -103,7 +113,12 @@ class VerdictHead:
         scores = np.asarray(weighted @ self._dense, dtype=np.float64) + self.intercept[None, :]
         prob = 1.0 / (1.0 + np.exp(-np.clip(scores, -500, 500)))
         total = prob.sum(axis=1, keepdims=True)
-        return np.where(total > 0, prob / np.maximum(total, 1e-300), 1.0 / k)
+        post = np.where(total > 0, prob / np.maximum(total, 1e-300), 1.0 / k)
+        if self.pu_c is not None:  # two classes: the topic's g / c, the background the rest
+            topic = np.clip(post[:, self.pu_class] / self.pu_c, 0.0, 1.0)
+            post[:, 1 - self.pu_class] = 1.0 - topic
+            post[:, self.pu_class] = topic
+        return post
 
     # ------------------------------------------------------------------ model files
 
@@ -123,14 +138,19 @@ class VerdictHead:
             "idf_values": self.idf[seen].astype(np.float64),
             "idf_unseen": float(self.idf_unseen),
             "alpha": float(self.alpha),
+            "pu_c": None if self.pu_c is None else float(self.pu_c),
+            "pu_class": int(self.pu_class),
         }
 
     @classmethod
     def from_bundle(cls, bundle: dict[str, Any], n_classes: int, n_features: int) -> VerdictHead:
         """Rebuild from :meth:`to_bundle` output; ``ValueError`` for another layout or inconsistent arrays."""
-        if not isinstance(bundle, dict) or bundle.get("format") != HEAD_FORMAT:
+        if not isinstance(bundle, dict) or bundle.get("format") not in READABLE_HEAD_FORMATS:
             got = bundle.get("format") if isinstance(bundle, dict) else type(bundle).__name__
-            raise ValueError(f"verdict head format {got!r} is not supported (this code reads {HEAD_FORMAT})")
+            raise ValueError(
+                f"verdict head format {got!r} is not supported "
+                f"(this code reads {', '.join(map(str, READABLE_HEAD_FORMATS))})"
+            )
         parts = bundle["coef"]
         coef = sp.csr_matrix((parts["data"], parts["indices"], parts["indptr"]), shape=tuple(parts["shape"]))
         coef.check_format(full_check=True)  # indices in range: a file is not trusted
@@ -147,7 +167,18 @@ class VerdictHead:
             raise ValueError("verdict head holds non-finite numbers")
         idf = np.zeros(n_features, dtype=np.float64)
         idf[indices] = values
-        return cls(coef.astype(np.float32), intercept, idf, float(bundle["idf_unseen"]), float(bundle["alpha"]))
+        pu_c, pu_class = bundle.get("pu_c"), int(bundle.get("pu_class") or 0)
+        if pu_c is not None and not (n_classes == 2 and 0.0 < float(pu_c) <= 1.0 and pu_class in (0, 1)):
+            raise ValueError(f"verdict head scaling c={pu_c!r} of class {pu_class} is not a two-class head's")
+        return cls(
+            coef.astype(np.float32),
+            intercept,
+            idf,
+            float(bundle["idf_unseen"]),
+            float(bundle["alpha"]),
+            None if pu_c is None else float(pu_c),
+            pu_class,
+        )
 
 
 def train_head(

@@ -1,0 +1,403 @@
+"""A topic from example pages: read them (files, folders, URLs), read the background, train or reuse the critic.
+
+Scrapy-free; shared by ``focused train-topic`` and ``scrapy crawl focused -a examples=...``
+(:func:`prepare_crawl`). The examples are a folder of ``.html``/``.txt`` pages, comma-separated URLs,
+or a file listing URLs or paths one a line (``#`` starts a comment; a path is relative to the file's
+folder); any other file is one example page. URLs are fetched once, with the crawl's address rules
+(:class:`~focused.addresses.AddressPolicy` from ``FOCUSED_ALLOW_INTERNAL``: an internal address is refused
+unless allowed, redirects included). The background (WebKB and Wikispeedia by default, from the corpora
+folder, ``$FOCUSED_CORPORA``) is unlabelled data for the positive-unlabelled critic
+(:func:`~focused.learning.critic.examples.train_examples_critic`).
+
+A crawl's critic is cached under ``FOCUSED_EXAMPLES_CACHE`` by a hash of the examples' content, the
+topic name, the background and the recipe: a resumed crawl, or a second worker on the same machine,
+loads it instead of training again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import logging
+import random
+import re
+import socket
+import urllib.error
+import urllib.request
+from collections.abc import Collection, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+from focused.addresses import AddressPolicy, AllowListError, allow_entry, parse_ip
+from focused.errors import ConfigError
+from focused.learning.critic.examples import MIN_POSITIVES, RECIPE, TopicCritic, train_examples_critic
+
+__all__ = [
+    "BACKGROUNDS",
+    "Examples",
+    "check_examples_spec",
+    "prepare_crawl",
+    "read_background",
+    "read_examples",
+    "topic_name",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The shipped background corpora.
+BACKGROUNDS = ("webkb", "wiki")
+#: Seconds to wait for one example URL, and the most bytes read of it.
+FETCH_TIMEOUT = 20.0
+MAX_BYTES = 5_000_000
+_URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
+_NAME_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+
+
+@dataclass
+class Examples:
+    """Example pages: their bodies, and the URLs among them (the crawl's seeds when none are given)."""
+
+    bodies: list[bytes]
+    urls: list[str]
+
+    def digest(self) -> str:
+        """A hash of the examples' content (and URLs), in the order given."""
+        h = hashlib.sha256()
+        for body in self.bodies:
+            h.update(hashlib.sha256(body).digest())
+        for url in self.urls:
+            h.update(url.encode("utf-8") + b"\n")
+        return h.hexdigest()
+
+
+def _is_urls(spec: str) -> list[str] | None:
+    parts = [p.strip() for p in spec.split(",") if p.strip()]
+    return parts if parts and all(_URL_RE.match(p) for p in parts) else None
+
+
+def _listing(path: Path) -> list[str] | None:
+    """The lines of a file listing URLs or paths (None: the file is a page itself)."""
+    if path.suffix.lower() in (".html", ".htm", ".xhtml"):
+        return None
+    try:
+        raw = path.read_bytes()[:1_000_000].decode("utf-8")
+    except (OSError, UnicodeDecodeError):
+        return None
+    lines = [ln.split("#", 1)[0].strip() for ln in raw.splitlines()]
+    lines = [ln for ln in lines if ln]
+    if not lines or not all(_URL_RE.match(ln) or (path.parent / ln).is_file() for ln in lines):
+        return None
+    return lines
+
+
+def _folder_files(path: Path) -> list[Path]:
+    return sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
+
+
+def check_examples_spec(spec: str) -> int | None:
+    """Check an examples spec without fetching anything; the number of examples when known (None: URLs).
+
+    Raises ConfigError (one line) for a missing path, an empty folder, or too few examples.
+    """
+    if _is_urls(spec):
+        return None
+    path = Path(spec).expanduser()
+    if not path.exists():
+        raise ConfigError(f"{spec}: no such folder or file, and not http(s) URLs")
+    if path.is_dir():
+        count = len(_folder_files(path))
+        if count == 0:
+            raise ConfigError(f"{spec}: the folder holds no example pages")
+    else:
+        listed = _listing(path)
+        count = 1 if listed is None else len(listed)
+        if listed is not None and any(_URL_RE.match(ln) for ln in listed):
+            return None
+    if count < MIN_POSITIVES:
+        raise ConfigError(f"{spec}: {count} example page(s); need at least {MIN_POSITIVES}")
+    return count
+
+
+def read_examples(specs: Sequence[str], *, policy: AddressPolicy | None = None, fetch_urls: bool = True) -> Examples:
+    """The pages of ``specs`` (each a folder, a file, a listing or comma-separated URLs); URLs are fetched
+    (without ``fetch_urls`` only listed: the caller finds their pages elsewhere)."""
+    bodies: list[bytes] = []
+    urls: list[str] = []
+    for spec in specs:
+        listed = _is_urls(spec)
+        if listed:
+            urls.extend(listed)
+            continue
+        path = Path(spec).expanduser()
+        if not path.exists():
+            raise ConfigError(f"{spec}: no such folder or file, and not http(s) URLs")
+        if path.is_dir():
+            files = _folder_files(path)
+            if not files:
+                raise ConfigError(f"{spec}: the folder holds no example pages")
+            bodies.extend(p.read_bytes() for p in files)
+            continue
+        lines = _listing(path)
+        if lines is None:
+            bodies.append(path.read_bytes())
+            continue
+        for line in lines:
+            if _URL_RE.match(line):
+                urls.append(line)
+            else:
+                bodies.append((path.parent / line).read_bytes())
+    policy = policy or AddressPolicy()
+    if fetch_urls:
+        bodies.extend(fetch(url, policy) for url in urls)
+    return Examples(bodies, list(dict.fromkeys(urls)))
+
+
+class _Redirects(urllib.request.HTTPRedirectHandler):
+    """Follows a redirect only to an address the policy allows."""
+
+    def __init__(self, policy: AddressPolicy) -> None:
+        self.policy = policy
+
+    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
+        check_address(newurl, self.policy)
+        return super().redirect_request(req, fp, code, msg, headers, newurl)
+
+
+def check_address(url: str, policy: AddressPolicy) -> None:
+    """ConfigError when ``url``'s host resolves to an address the crawl may not contact."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        raise ConfigError(f"example URL {url}: bad port") from None
+    if policy.allows_name(host, port):
+        return
+    literal = parse_ip(host)
+    if literal is not None:
+        addresses = [literal]
+    else:
+        try:
+            infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
+        except OSError as exc:
+            raise ConfigError(f"example URL {url}: cannot resolve {host} ({exc})") from None
+        addresses = [ip for info in infos if (ip := parse_ip(str(info[4][0]))) is not None]
+    for ip in addresses:
+        if policy.refuses(host, ip, port):
+            raise ConfigError(
+                f"example URL {url}: {host} is an internal address ({ip}); allow it with "
+                f"FOCUSED_ALLOW_INTERNAL={allow_entry(url)}"
+            )
+
+
+def fetch(url: str, policy: AddressPolicy) -> bytes:
+    """The body of one example URL (ConfigError, one line, when it cannot be had)."""
+    check_address(url, policy)
+    opener = urllib.request.build_opener(_Redirects(policy))
+    request = urllib.request.Request(url, headers={"User-Agent": "focused (examples)"})
+    try:
+        with opener.open(request, timeout=FETCH_TIMEOUT) as response:
+            return bytes(response.read(MAX_BYTES))
+    except urllib.error.HTTPError as exc:
+        raise ConfigError(f"example URL {url}: HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        reason = getattr(exc, "reason", exc)
+        raise ConfigError(f"example URL {url}: cannot fetch it ({reason})") from None
+
+
+# ---------------------------------------------------------------------- background
+
+
+def _background_texts(source: str) -> Iterator[tuple[str, str]]:
+    """(URL or file name, visible text) of every page of one background source (a corpus or a folder)."""
+    from focused.corpora import corpora_dir
+    from focused.corpora.webkb import ArchiveError, iter_webkb
+    from focused.page.text import html_to_text
+
+    if source == "webkb":
+        try:
+            for page in iter_webkb(corpora_dir() / "webkb-dev.tar.gz"):
+                if page.status == 200:
+                    yield page.url, html_to_text(page.body)
+        except ArchiveError as exc:
+            raise ConfigError(f"background webkb: {exc} (set FOCUSED_CORPORA, or give another background)") from exc
+        return
+    if source == "wiki":
+        from focused.corpora.wikispeedia import WikispeediaError, load_wikispeedia
+        from focused.wiki.render import article_url
+
+        try:
+            wiki = load_wikispeedia(corpora_dir() / "wikispeedia.tar.gz")
+        except WikispeediaError as exc:
+            raise ConfigError(f"background wiki: {exc} (set FOCUSED_CORPORA, or give another background)") from exc
+        for name, article in wiki.articles.items():  # under its URL on the rendered site, to leave positives out
+            yield article_url(name), f"{article.title}\n{article.text}"
+        return
+    path = Path(source).expanduser()
+    if not path.is_dir():
+        raise ConfigError(f"background {source!r}: not {' or '.join(BACKGROUNDS)}, and no such folder")
+    for file in _folder_files(path):
+        yield str(file), html_to_text(file.read_bytes())
+
+
+def read_background(
+    sources: Sequence[str],
+    limit: int,
+    seed: int,
+    *,
+    exclude: Collection[str] = (),
+    exclude_urls: Sequence[str] = (),
+    extra: Iterator[tuple[str, str]] | None = None,
+) -> list[str]:
+    """Up to ``limit`` background texts sampled uniformly (reservoir) over all sources, positives left out.
+
+    ``extra`` yields more (URL, text) pairs (``focused train-topic`` reads WARC files and crawl databases).
+    """
+    from itertools import chain
+
+    from focused.learning.apprentice.data import fetch_key
+
+    exclude = set(exclude)
+    skip_keys = set()
+    for url in exclude_urls:
+        with contextlib.suppress(ValueError):
+            skip_keys.add(fetch_key(url))
+    rng = random.Random(seed)
+    sample: list[str] = []
+    seen = 0
+    pages = chain(*(_background_texts(s) for s in sources), extra or ())
+    for where, text in pages:
+        if not text.split() or text in exclude:
+            continue
+        try:
+            if fetch_key(where) in skip_keys:
+                continue
+        except ValueError:
+            pass
+        seen += 1
+        if len(sample) < limit:
+            sample.append(text)
+        else:
+            j = rng.randrange(seen)
+            if j < limit:
+                sample[j] = text
+    logger.info("background: %d of %d pages", len(sample), seen)
+    return sample
+
+
+def check_background(sources: Sequence[str]) -> None:
+    """ConfigError for a background source that is neither a shipped corpus nor a folder."""
+    for source in sources:
+        if source not in BACKGROUNDS and not Path(source).expanduser().is_dir():
+            raise ConfigError(f"background {source!r}: not {' or '.join(BACKGROUNDS)}, and no such folder")
+
+
+# ---------------------------------------------------------------------- one call for a crawl
+
+
+def topic_name(spec: str, given: str = "") -> str:
+    """The topic's name: ``given``, else the examples' folder or file name, else ``examples``."""
+    if given:
+        name = given
+    elif _is_urls(spec):
+        name = "examples"
+    else:
+        name = re.sub(r"[^A-Za-z0-9_-]+", "-", Path(spec).expanduser().name.split(".")[0]).strip("-") or "examples"
+    if not _NAME_RE.match(name) or name == "background":
+        raise ConfigError(
+            f"topic name {name!r}: use letters, digits, '_' or '-' (dots for a hierarchy), not 'background'"
+        )
+    return name
+
+
+def strip_template(texts: list[str]) -> list[str]:
+    """The texts less the lines that more than half of them share (at least 3): a site's template.
+
+    Examples fetched from one site share its navigation, header and footer, which the background lacks; left in,
+    the critic learns the template as the topic and judges every page of that site on topic.
+    """
+    from collections import Counter
+
+    if len(texts) < 3:
+        return texts
+    counts = Counter(line for text in texts for line in {ln.strip() for ln in text.splitlines() if ln.strip()})
+    shared = {line for line, n in counts.items() if n >= 3 and n > len(texts) / 2}
+    if not shared:
+        return texts
+    logger.info("examples: %d template line(s) shared by most examples left out", len(shared))
+    stripped = ["\n".join(ln for ln in text.splitlines() if ln.strip() not in shared) for text in texts]
+    return [s for s in stripped if s.split()]
+
+
+def train_topic(
+    examples: Examples,
+    name: str,
+    background: Sequence[str],
+    max_background: int,
+    seed: int,
+    *,
+    negatives: Sequence[bytes] = (),
+    keywords: Sequence[str] = (),
+    extra_background: Iterator[tuple[str, str]] | None = None,
+) -> TopicCritic:
+    """Train the critic of topic ``name`` from ``examples`` against ``background`` (one-line ConfigError)."""
+    from focused.page.text import html_to_text
+
+    texts = strip_template([t for t in (html_to_text(b) for b in examples.bodies) if t.split()])
+    if len(texts) < MIN_POSITIVES:
+        raise ConfigError(f"need at least {MIN_POSITIVES} example pages with text, got {len(texts)}")
+    negative_texts = [t for t in (html_to_text(b) for b in negatives) if t.split()]
+    pages = read_background(
+        background, max_background, seed, exclude=set(texts), exclude_urls=examples.urls, extra=extra_background
+    )
+    if len(pages) < 2:
+        raise ConfigError(f"need at least 2 background pages, got {len(pages)} from {', '.join(background)}")
+    meta = {"topic_from_examples": {"background_sources": list(background), "examples_digest": examples.digest()}}
+    try:
+        return train_examples_critic(
+            texts, pages, negative_texts, keywords, name=name, examples=examples.urls, seed=seed, metadata=meta
+        )
+    except ValueError as exc:
+        raise ConfigError(str(exc)) from exc
+
+
+def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
+    """For ``-a examples=...``: the critic's model file (cached, or trained now), the topic, and whether it was
+    trained now. ``settings`` are the crawl's (Scrapy settings or a mapping)."""
+    from focused.learning.critic.load import load_critic
+    from focused.learning.modelfile import ModelFileError
+    from focused.paths import project_path
+    from focused.settings.access import setting
+
+    spec = str(setting(settings, "FOCUSED_EXAMPLES"))
+    name = topic_name(spec, str(setting(settings, "FOCUSED_TOPIC") or "").strip())
+    background = [s.strip() for s in str(setting(settings, "FOCUSED_EXAMPLES_BACKGROUND")).split(",") if s.strip()]
+    check_background(background)
+    limit = int(setting(settings, "FOCUSED_EXAMPLES_MAX_BACKGROUND"))
+    seed = int(setting(settings, "FOCUSED_SEED"))
+    try:
+        policy = AddressPolicy.from_setting(setting(settings, "FOCUSED_ALLOW_INTERNAL"))
+    except AllowListError as exc:
+        raise ConfigError(str(exc)) from exc
+    examples = read_examples([spec], policy=policy)
+    key = hashlib.sha256(
+        "\n".join([RECIPE, examples.digest(), name, ",".join(background), str(limit), str(seed)]).encode()
+    ).hexdigest()[:16]
+    path = project_path(setting(settings, "FOCUSED_EXAMPLES_CACHE")) / f"{name}-{key}.npz"
+    if path.is_file():
+        try:
+            load_critic(path).resolve_topic(name)
+        except (ModelFileError, ValueError) as exc:
+            logger.warning("cached critic %s is unreadable (%s): training again", path, exc)
+        else:
+            logger.info("Topic %r: the critic trained from these examples before (%s)", name, path)
+            return path, name, False
+    trained = train_topic(examples, name, background, limit, seed)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    trained.critic.save(path)
+    for line in trained.report.lines():
+        (logger.warning if line.startswith("warning:") else logger.info)("Topic %r: %s", name, line)
+    logger.info("Topic %r: trained a critic from %d examples: %s", name, trained.report.positives, path)
+    return path, name, True

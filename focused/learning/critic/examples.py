@@ -1,0 +1,349 @@
+"""A topic critic from a handful of example pages: positive-unlabelled learning against a background.
+
+Scrapy-free. The user brings example pages of their topic (the positives) and the crawler brings a
+background of other pages (WebKB and Wikipedia by default). The background is not a set of negatives:
+it holds pages about the user's topic too (Wikipedia's astronomy articles when the topic is astronomy),
+so a classifier of positives against background learns *labelled against unlabelled*. Elkan and Noto
+(KDD 2008) show that such a classifier's g(x) = Pr(labelled | x) is c · Pr(topic | x), where
+c = Pr(labelled | topic) is the mean of g over positives it did not train on; hence
+
+    Pr(topic | page) = min(1, g(page) / c)
+
+and Pr(topic | page) ≥ 0.5 means on topic. Here g is a logistic regression on the sublinear tf-idf of
+the page's hashed words (its visible text, which starts with its title), the positives weighted to
+balance the background (the background's size says nothing of how common the topic is), and c is
+estimated by k-fold cross-validation over the positives (and the background, for the report).
+Optional negatives (pages known to be off topic) join the unlabelled side with the positives'
+weight; optional keywords are one more positive page, always trained on, never held out.
+
+What :func:`train_examples_critic` returns is an ordinary two-class naive Bayes
+:class:`~focused.learning.critic.naive_bayes.Critic` (the topic and ``background``, equal priors:
+the parent view of a page's links and the anchor view) whose verdict head is that scaled regression
+(:class:`~focused.learning.critic.verdict_head.VerdictHead` with ``pu_c``): the crawl, the report and
+the apprentice read it as any critic, from one model file of plain arrays.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import scipy.sparse as sp
+
+from focused.learning.critic.naive_bayes import Critic
+from focused.learning.critic.verdict_head import MAX_WEIGHTS, VerdictHead
+
+__all__ = [
+    "BACKGROUND",
+    "DEFAULT_FOLDS",
+    "MIN_POSITIVES",
+    "RECIPE",
+    "HoldoutReport",
+    "TopicCritic",
+    "train_examples_critic",
+]
+
+logger = logging.getLogger(__name__)
+
+#: The class name of everything else.
+BACKGROUND = "background"
+#: Folds of the cross-validation that estimates c and the held-out report.
+DEFAULT_FOLDS = 5
+#: Fewer positives than this cannot be held out and judged (each fold needs one).
+MIN_POSITIVES = 2
+#: Identifies the training recipe: a cached critic of another recipe is retrained.
+RECIPE = "pu-elkan-noto/v1"
+#: Inverse L2 strength of the regression (scikit-learn's C): chosen on the astronomy case (docs/topic.md).
+REGULARISATION = 1.0
+#: The positives' total weight against the unlabelled pages' (1: balanced).
+POSITIVE_WEIGHT = 0.5
+#: A critic that accepts fewer held-out examples, or more of the background, gets a warning.
+MIN_ACCEPTED = 0.8
+MAX_BACKGROUND_ACCEPTED = 0.05
+#: Verdicts at or above this are on topic (the crawl's FOCUSED_RELEVANCE_THRESHOLD default).
+THRESHOLD = 0.5
+
+
+@dataclass(frozen=True)
+class HoldoutReport:
+    """How the positives fare when held out (k-fold cross-validation), and the final model on its own examples."""
+
+    folds: int
+    positives: int
+    background: int
+    #: Elkan and Noto's c: mean g over held-out positives
+    c: float
+    #: share of held-out positives with Pr(topic) >= 0.5, and of held-out background pages
+    accepted: float
+    background_accepted: float
+    #: ROC AUC of held-out positives against held-out background, and the positives' median rank among them
+    #: (1: above every background page)
+    auc: float
+    median_percentile: float
+    #: the examples the final model judges off topic (it trained on them)
+    own_rejected: int
+    held_out: list[float] = field(default_factory=list, repr=False)
+
+    def lines(self) -> list[str]:
+        """The report as the user reads it: two lines, and the warning line when there is one."""
+        out = [
+            f"held out ({self.folds}-fold): {self.accepted:.0%} of {self.positives} positives and "
+            f"{self.background_accepted:.1%} of {self.background} background pages get Pr(topic) >= {THRESHOLD}; "
+            f"ROC AUC {self.auc:.3f}",
+            f"held-out positives rank above {self.median_percentile:.1%} of the background (median); "
+            f"c = {self.c:.3f}; the final model accepts {self.positives - self.own_rejected} of its "
+            f"{self.positives} examples",
+        ]
+        warning = self.warning()
+        return [*out, warning] if warning else out
+
+    def warning(self) -> str | None:
+        """One line when the model would reject its own examples (or held-out ones), else None."""
+        if self.own_rejected:
+            return (
+                f"warning: the critic judges {self.own_rejected} of its own {self.positives} examples off topic: "
+                "add examples, or pass --negative pages and --keyword words"
+            )
+        if self.background_accepted > MAX_BACKGROUND_ACCEPTED:
+            return (
+                f"warning: the critic cannot tell the examples from other pages (it accepts "
+                f"{self.background_accepted:.0%} of the background, ROC AUC {self.auc:.2f}): give examples of one "
+                "topic, more of them, or --negative pages"
+            )
+        if self.accepted < MIN_ACCEPTED:
+            return (
+                f"warning: only {self.accepted:.0%} of held-out examples are judged on topic: the crawl will miss "
+                "pages like them; add examples (or --keyword words)"
+            )
+        return None
+
+    def to_dict(self) -> dict[str, Any]:
+        """The report for a model file's metadata (plain numbers)."""
+        return {
+            "folds": self.folds,
+            "positives": self.positives,
+            "background": self.background,
+            "c": self.c,
+            "accepted": self.accepted,
+            "background_accepted": self.background_accepted,
+            "auc": self.auc,
+            "median_percentile": self.median_percentile,
+            "own_rejected": self.own_rejected,
+        }
+
+
+@dataclass(frozen=True)
+class TopicCritic:
+    """What :func:`train_examples_critic` returns: the critic (``.save(path)`` writes the model file) and its report."""
+
+    critic: Critic
+    report: HoldoutReport
+    topic: str
+
+
+def train_examples_critic(
+    positives: Sequence[str],
+    background: Sequence[str],
+    negatives: Sequence[str] | None = None,
+    keywords: Sequence[str] | None = None,
+    *,
+    name: str = "examples",
+    examples: Sequence[str] = (),
+    folds: int = DEFAULT_FOLDS,
+    seed: int = 0,
+    metadata: dict[str, Any] | None = None,
+    n_features: int = 2**18,
+) -> TopicCritic:
+    """Train a critic of topic ``name`` from example page texts (visible text, title included).
+
+    Parameters
+    ----------
+    positives
+        The texts of the user's example pages.
+    background
+        Unlabelled texts of other pages (not negatives: some may be on topic).
+    negatives, keywords
+        Optional texts known to be off topic, and words of the topic (one more positive page).
+    name
+        The topic's class name (``background`` is the other class).
+    examples
+        URLs of the examples: the model keeps them as the topic's seeds.
+    folds
+        Folds of the cross-validation that estimates c (at most one per positive).
+
+    Raises
+    ------
+    ValueError
+        For fewer than :data:`MIN_POSITIVES` positives or an empty background.
+    """
+    pos = [t for t in positives if t.split()]
+    bg = [t for t in background if t.split()]
+    neg = [t for t in (negatives or ()) if t.split()]
+    keyword_text = " ".join(k.strip() for k in (keywords or ()) if k.strip())
+    if len(pos) < MIN_POSITIVES:
+        raise ValueError(f"need at least {MIN_POSITIVES} example pages with text, got {len(pos)}")
+    if not bg:
+        raise ValueError("need background pages")
+    if name == BACKGROUND:
+        raise ValueError(f"the topic cannot be called {BACKGROUND!r}")
+    extra = [keyword_text] if keyword_text else []
+    texts = [*pos, *extra, *bg, *neg]
+    n_pos, n_extra = len(pos), len(extra)
+    labelled = np.zeros(len(texts), dtype=np.int64)
+    labelled[: n_pos + n_extra] = 1
+    probe = Critic([name, BACKGROUND], np.ones(2), sp.csr_matrix((2, n_features)), alpha=1.0, n_features=n_features)
+    X = probe.transform(texts)
+    weights = _weights(labelled, n_neg=len(neg))
+
+    k = max(2, min(folds, n_pos))
+    fold = _folds(n_pos, len(bg) + len(neg), k, seed)  # keyword page: fold -1, always trained on
+    fold_all = np.concatenate([fold[:n_pos], np.full(n_extra, -1), fold[n_pos:]])
+    held = np.zeros(len(texts))
+    for f in range(k):
+        train = fold_all != f
+        model = _fit(X[train], labelled[train], weights[train], seed)
+        held[fold_all == f] = model.posteriors(X[fold_all == f])[:, 1]
+    g_pos, g_bg = held[:n_pos], held[n_pos + n_extra : n_pos + n_extra + len(bg)]
+    c = float(np.clip(g_pos.mean(), 1e-6, 1.0))
+
+    final = _fit(X, labelled, weights, seed)
+    topic_first = name < BACKGROUND  # the critic's classes are sorted
+    head = _as_head(final, c, topic_index=0 if topic_first else 1)
+    own = np.clip(final.posteriors(X[:n_pos])[:, 1] / c, 0.0, 1.0)
+    report = _report(k, g_pos / c, g_bg / c, c, int(np.sum(own < THRESHOLD)))
+    info = {"recipe": RECIPE, "negatives": len(neg), "keywords": list(keywords or ()), **report.to_dict()}
+    meta = dict(metadata or {})
+    meta["topic_from_examples"] = {**meta.get("topic_from_examples", {}), **info}
+    critic = _naive_bayes(X, labelled, name, seed, meta, list(examples)[:20], head)
+    logger.info("topic %r from %d examples: %s", name, n_pos, "; ".join(report.lines()))
+    return TopicCritic(critic, report, name)
+
+
+# ---------------------------------------------------------------------- the models
+
+
+def _naive_bayes(
+    X: sp.csr_matrix,
+    labelled: np.ndarray,
+    name: str,
+    seed: int,
+    metadata: dict[str, Any],
+    examples: list[str],
+    head: VerdictHead,
+) -> Critic:
+    """The two-class naive Bayes critic (equal priors: the background's size is arbitrary) on the counts
+    ``X`` already read, length-calibrated as :meth:`Critic.train` does, with ``head`` as its verdict."""
+    from focused.learning.critic.calibration import HOLDOUT_FRACTION, fit_length_scale, stratified_split
+    from focused.learning.critic.naive_bayes import DEFAULT_ALPHA
+
+    classes = sorted([name, BACKGROUND])
+    y = np.where(labelled == 1, classes.index(name), classes.index(BACKGROUND))
+    n_features = X.shape[1]
+
+    def counts(rows: np.ndarray) -> sp.csr_matrix:
+        onehot = sp.csr_matrix((np.ones(len(rows)), (y[rows], np.arange(len(rows)))), shape=(2, len(rows)))
+        return sp.csr_matrix(onehot @ X[rows], dtype=np.float32)
+
+    fit, held = stratified_split(y, HOLDOUT_FRACTION, seed)
+    part = Critic(classes, np.ones(2), counts(fit), alpha=DEFAULT_ALPHA, n_features=n_features)
+    loglik, lengths = part._log_likelihood(X[held])
+    length_scale, stats = fit_length_scale(part.class_log_prior_, loglik, lengths, y[held])
+    meta = dict(metadata)
+    meta["critic"] = {
+        "n_documents": len(y),
+        "alpha": DEFAULT_ALPHA,
+        "n_features": n_features,
+        "calibration": {"method": "length", "holdout": len(held), **stats},
+        "verdict_head": {"model": f"positive-unlabelled logistic regression, tf-idf ({RECIPE})", "c": head.pu_c},
+        "seed": seed,
+    }
+    return Critic(
+        classes,
+        np.ones(2),
+        counts(np.arange(len(y))),
+        alpha=DEFAULT_ALPHA,
+        n_features=n_features,
+        length_scale=length_scale,
+        metadata=meta,
+        examples={name: examples},
+        head=head,
+    )
+
+
+def _weights(labelled: np.ndarray, n_neg: int) -> np.ndarray:
+    """Positives weighted to balance the unlabelled side; known negatives weigh as positives do."""
+    n_lab, n_unl = int(labelled.sum()), int((labelled == 0).sum())
+    weights = np.ones(len(labelled))
+    weights[labelled == 1] = n_unl / max(1, n_lab) * POSITIVE_WEIGHT
+    if n_neg:
+        weights[len(labelled) - n_neg :] = weights[0]
+    return weights
+
+
+def _folds(n_pos: int, n_rest: int, k: int, seed: int) -> np.ndarray:
+    """A fold (0 … k−1) for each positive and each other page, both sides spread evenly."""
+    rng = np.random.default_rng(seed)
+    return np.concatenate([rng.permutation(np.arange(n_pos) % k), rng.permutation(np.arange(n_rest) % k)])
+
+
+@dataclass
+class _Model:
+    """A fitted regression g: tf-idf weights and the linear model."""
+
+    head: VerdictHead
+
+    def posteriors(self, X: sp.csr_matrix) -> np.ndarray:
+        return self.head.posteriors(X)
+
+
+def _fit(X: sp.csr_matrix, y: np.ndarray, weights: np.ndarray, seed: int) -> _Model:
+    from sklearn.linear_model import LogisticRegression
+
+    n, n_features = X.shape
+    df = np.bincount(sp.csr_matrix(X).indices, minlength=n_features)
+    idf_unseen = float(np.log(1.0 + n) + 1.0)
+    idf = np.where(df > 0, np.log((1.0 + n) / (1.0 + df)) + 1.0, 0.0)
+    blank = VerdictHead(sp.csr_matrix((2, n_features)), np.zeros(2), idf, idf_unseen)
+    used = np.flatnonzero(df)  # the solver works on the features some page has (a few 10,000 of 2**18)
+    model = LogisticRegression(C=REGULARISATION, solver="liblinear", max_iter=1000, random_state=seed)
+    model.fit(blank.tfidf(X)[:, used], y, sample_weight=weights)
+    coef = np.zeros((2, n_features))
+    coef[1, used] = model.coef_[0]
+    coef[0] = -coef[1]
+    intercept = np.array([-model.intercept_[0], model.intercept_[0]])
+    if n_features > MAX_WEIGHTS:
+        small = np.argsort(-np.abs(coef), axis=1, kind="stable")[:, MAX_WEIGHTS:]
+        np.put_along_axis(coef, small, 0.0, axis=1)
+    return _Model(VerdictHead(sp.csr_matrix(coef, dtype=np.float32), intercept, idf, idf_unseen, 1.0 / REGULARISATION))
+
+
+def _as_head(model: _Model, c: float, *, topic_index: int) -> VerdictHead:
+    """The fitted regression as the critic's verdict head: rows in the critic's class order, scaled by c."""
+    head = model.head
+    order = [1, 0] if topic_index == 0 else [0, 1]  # row 1 of the fit is the topic
+    coef = sp.csr_matrix(head.coef[order])
+    return VerdictHead(coef, head.intercept[order], head.idf, head.idf_unseen, head.alpha, c, topic_index)
+
+
+def _report(k: int, pos: np.ndarray, bg: np.ndarray, c: float, own_rejected: int) -> HoldoutReport:
+    """The held-out figures of Pr(topic) = g / c of held-out positives ``pos`` and background ``bg``."""
+    sorted_bg = np.sort(bg)
+    # each positive's share of background pages below it (ties count half): its percentile, and the AUC
+    below = np.searchsorted(sorted_bg, pos, side="left")
+    ties = np.searchsorted(sorted_bg, pos, side="right") - below
+    percentile = (below + ties / 2.0) / max(1, len(bg))
+    return HoldoutReport(
+        folds=k,
+        positives=len(pos),
+        background=len(bg),
+        c=c,
+        accepted=float(np.mean(np.minimum(pos, 1.0) >= THRESHOLD)),
+        background_accepted=float(np.mean(np.minimum(bg, 1.0) >= THRESHOLD)) if len(bg) else 0.0,
+        auc=float(percentile.mean()),
+        median_percentile=float(np.median(percentile)),
+        own_rejected=own_rejected,
+        held_out=[float(x) for x in np.minimum(pos, 1.0)],
+    )

@@ -1,0 +1,254 @@
+"""A topic from examples: the positive-unlabelled critic, ``focused train-topic`` and ``scrapy crawl -a examples=``.
+
+The examples are the hand-written astronomy and cooking pages of ``tests/data/topic``; the background is a
+small folder of generated pages (the default background, WebKB and Wikipedia, is measured in docs/topic.md).
+"""
+
+from __future__ import annotations
+
+import html
+import os
+import random
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from focused.bench.runner import PROJECT_ROOT
+from focused.cli import main
+from focused.crawldb import iter_pages
+from focused.learning.critic.examples import THRESHOLD, train_examples_critic
+from focused.learning.critic.load import load_critic
+from focused.page.text import html_to_text
+from tests.local_server import HTML, LocalServer
+
+DATA = Path(__file__).parent / "data" / "topic"
+ASTRONOMY = sorted((DATA / "astronomy").glob("*.html"))
+COOKING_PAGES = sorted((DATA / "cooking").glob("*.html"))
+
+
+def texts(files: list[Path]) -> list[str]:
+    return [html_to_text(f.read_bytes()) for f in files]
+
+
+@pytest.fixture(scope="module")
+def background(tmp_path_factory) -> Path:
+    """The openings of 300 Wikipedia articles (Wikispeedia, of the shared corpora): a small unlabelled background.
+
+    Generated word lists do not do: any real page, on topic or not, looks nothing like them.
+    """
+    from focused.corpora import corpora_dir
+    from focused.corpora.wikispeedia import load_wikispeedia
+
+    archive = corpora_dir() / "wikispeedia.tar.gz"
+    if not archive.exists():
+        pytest.skip(f"no corpus at {archive}")
+    wiki = load_wikispeedia(archive)
+    folder = tmp_path_factory.mktemp("background")
+    names = sorted(wiki.articles)
+    for name in random.Random(0).sample(names, 300):
+        article = wiki.articles[name]
+        # the article's opening, about as long as the examples: a background of long pages only would make
+        # any short page look like an example
+        opening = " ".join(article.text.split()[:120])
+        body = f"<p>{html.escape(opening)}</p>"
+        (folder / f"{len(list(folder.iterdir()))}.html").write_text(
+            f"<html><head><title>{html.escape(article.title)}</title></head><body>{body}</body></html>"
+        )
+    return folder
+
+
+def verdicts(model: Path, topic: str, files: list[Path]) -> np.ndarray:
+    critic = load_critic(model)
+    target = critic.resolve_topic(topic)
+    return np.array([critic.judge(t, target).relevance for t in texts(files)])
+
+
+# ---------------------------------------------------------------------- the learner
+
+
+def test_the_critic_accepts_its_examples_and_rejects_other_pages(background):
+    trained = train_examples_critic(texts(ASTRONOMY), texts(sorted(background.glob("*.html"))), name="astronomy")
+    critic, report = trained.critic, trained.report
+    assert critic.classes == ["astronomy", "background"] and critic.head is not None and critic.head.pu_c is not None
+    topic = critic.resolve_topic("astronomy")
+    own = [critic.judge(t, topic).relevance for t in texts(ASTRONOMY)]
+    cooking = [critic.judge(t, topic).relevance for t in texts(COOKING_PAGES)]
+    assert min(own) >= THRESHOLD and max(cooking) < THRESHOLD
+    assert report.own_rejected == 0 and report.positives == len(ASTRONOMY) and report.warning() is None
+    assert 0 < report.c <= 1 and report.background_accepted <= 0.05
+
+
+def test_the_model_file_keeps_the_scaled_verdict(tmp_path, background):
+    trained = train_examples_critic(texts(ASTRONOMY), texts(sorted(background.glob("*.html"))), name="astronomy")
+    path = trained.critic.save(tmp_path / "astronomy.npz")
+    loaded = load_critic(path)
+    topic = loaded.resolve_topic("astronomy")
+    pages = texts(ASTRONOMY + COOKING_PAGES)
+    before = [trained.critic.judge(t, topic).relevance for t in pages]
+    after = [loaded.judge(t, topic).relevance for t in pages]
+    assert np.allclose(before, after, atol=1e-5)
+    assert loaded.head.pu_c == pytest.approx(trained.report.c)
+
+
+def test_examples_like_the_background_get_the_one_line_warning(background):
+    pages = texts(sorted(background.glob("*.html")))
+    unrelated = random.Random(5).sample(pages, 6)  # six articles on six subjects, in the background too
+    report = train_examples_critic(unrelated, pages, name="x").report
+    warning = report.warning()
+    assert warning is not None, report and warning.startswith("warning:") and "\n" not in warning
+    assert report.lines()[-1] == warning
+
+
+# ---------------------------------------------------------------------- focused train-topic
+
+
+def test_train_topic_from_files_prints_the_holdout_report(tmp_path, background, capsys):
+    out = tmp_path / "astronomy.npz"
+    args = ["train-topic", "--positive", str(DATA / "astronomy"), "--background", str(background), "--out", str(out)]
+    assert main(args) == 0, capsys.readouterr().err
+    printed = capsys.readouterr().out
+    assert "held out (5-fold):" in printed and "of 14 positives" in printed and "warning" not in printed
+    assert verdicts(out, "astronomy", ASTRONOMY).min() >= THRESHOLD
+    assert verdicts(out, "astronomy", COOKING_PAGES).max() < THRESHOLD
+
+
+def test_train_topic_with_negatives_and_keywords(tmp_path, background, capsys):
+    out = tmp_path / "sky.npz"
+    args = ["train-topic", "--positive", str(DATA / "astronomy"), "--negative", str(DATA / "cooking")]
+    args += ["--keyword", "planet star telescope orbit", "--background", str(background), "--out", str(out)]
+    assert main(args) == 0, capsys.readouterr().err
+    meta = load_critic(out).metadata["topic_from_examples"]
+    assert meta["negatives"] == len(COOKING_PAGES) and meta["keywords"] == ["planet star telescope orbit"]
+    plain = tmp_path / "plain.npz"
+    assert (
+        main(["train-topic", "--positive", str(DATA / "astronomy"), "--background", str(background), "-o", str(plain)])
+        == 0
+    )
+    assert verdicts(out, "sky", COOKING_PAGES).mean() < verdicts(plain, "plain", COOKING_PAGES).mean()
+
+
+def site_pages() -> dict[str, tuple[int, list[tuple[str, str]], bytes]]:
+    """The fixture pages at /astronomy/NAME.html and /cooking/NAME.html, in one site template: a menu of three
+    links on every page, and links to the next four pages (astronomy and cooking pages alternate), whose anchors say
+    nothing of their topic."""
+    astronomy = [(f"/astronomy/{f.name}", f) for f in ASTRONOMY]
+    cooking = [(f"/cooking/{f.name}", f) for f in COOKING_PAGES]
+    mixed = [p for pair in zip(astronomy, cooking, strict=False) for p in pair] + astronomy[len(cooking) :]
+    menu = '<ul><li><a href="/">Home</a></li><li><a href="/about">About us</a></li><li>Contact</li></ul>'
+    pages = {}
+    for i, (path, file) in enumerate(mixed):
+        nxt = [mixed[(i + j) % len(mixed)][0] for j in range(1, 5)]
+        links = "".join(f'<p><a href="{p}">read more ({k})</a></p>' for k, p in enumerate(nxt))
+        body = (
+            file.read_bytes()
+            .replace(b"<body>", f"<body>{menu}".encode())
+            .replace(b"</body>", f"{links}</body>".encode())
+        )
+        pages[path] = (200, HTML, body)
+    return pages
+
+
+def test_train_topic_from_urls_fetches_them_only_where_allowed(tmp_path, background, capsys):
+    with LocalServer(site_pages()) as web:
+        urls = ",".join(f"{web.url}/astronomy/{f.name}" for f in ASTRONOMY[:8])
+        base = ["train-topic", "--positive", urls, "--background", str(background), "--out", str(tmp_path / "u.npz")]
+        assert main(base) == 1  # loopback: refused without the allow-list
+        err = capsys.readouterr().err
+        assert "internal address" in err and f"FOCUSED_ALLOW_INTERNAL={web.allow}" in err and err.count("\n") == 1
+        assert main([*base, "--allow-internal", web.allow]) == 0, capsys.readouterr().err
+    critic = load_critic(tmp_path / "u.npz")
+    assert critic.examples["u"][0] == f"{web.url}/astronomy/{ASTRONOMY[0].name}"  # the seeds of a crawl
+    assert verdicts(tmp_path / "u.npz", "u", ASTRONOMY[:8]).min() >= THRESHOLD  # its examples, less the template
+    assert verdicts(tmp_path / "u.npz", "u", COOKING_PAGES).mean() < THRESHOLD
+
+
+@pytest.mark.parametrize(
+    ("positive", "message"),
+    [
+        ("missing-folder", "no such folder or file"),
+        ("ONE", "need at least 2 example pages"),
+        ("EMPTY", "holds no example pages"),
+        ("http://127.0.0.1:9/a.html", "internal address"),
+    ],
+)
+def test_train_topic_bad_input_is_one_line(tmp_path, background, capsys, positive, message):
+    (tmp_path / "empty").mkdir()
+    positive = {"ONE": str(ASTRONOMY[0]), "EMPTY": str(tmp_path / "empty")}.get(positive, positive)
+    args = ["train-topic", "--positive", positive, "--background", str(background), "--out", str(tmp_path / "x.npz")]
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1 and "Traceback" not in err
+    assert not (tmp_path / "x.npz").exists()
+
+
+# ---------------------------------------------------------------------- scrapy crawl focused -a examples=
+
+
+def scrapy_crawl(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
+    return subprocess.run(
+        [sys.executable, "-m", "scrapy", "crawl", "focused", *args],
+        cwd=PROJECT_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+
+
+def test_a_crawl_from_examples_trains_once_and_judges_pages(tmp_path, background):
+    listing = tmp_path / "examples.txt"
+    cache = tmp_path / "cache"
+    with LocalServer(site_pages()) as web:
+        listing.write_text("# astronomy\n" + "".join(f"{web.url}/astronomy/{f.name}\n" for f in ASTRONOMY[:8]))
+        common = ["-a", f"examples={listing}", "-a", "topic=sky", "-a", "max_pages=16", "-a", "strategy=baseline"]
+        common += ["-s", f"FOCUSED_EXAMPLES_BACKGROUND={background}", "-s", f"FOCUSED_EXAMPLES_CACHE={cache}"]
+        common += ["-s", f"FOCUSED_ALLOW_INTERNAL={web.allow}", "-s", "CONCURRENT_REQUESTS=2"]
+        first = scrapy_crawl(tmp_path, *common, "-s", f"FOCUSED_DB={tmp_path / 'first.sqlite'}")
+        assert first.returncode == 0, first.stderr[-3000:]
+        assert "trained a critic from 8 examples" in first.stderr and "held out (5-fold)" in first.stderr
+        models = list(cache.glob("sky-*.npz"))
+        assert len(models) == 1
+        stamp = models[0].stat().st_mtime_ns
+        second = scrapy_crawl(tmp_path, *common, "-s", f"FOCUSED_DB={tmp_path / 'second.sqlite'}")
+        assert second.returncode == 0, second.stderr[-3000:]
+        assert "the critic trained from these examples before" in second.stderr
+        assert "trained a critic from" not in second.stderr
+        assert list(cache.glob("*.npz")) == models and models[0].stat().st_mtime_ns == stamp
+    pages = list(iter_pages(tmp_path / "first.sqlite"))
+    assert len(pages) == 16
+    assert pages[0].url.startswith(f"{web.url}/astronomy/")  # the examples are the seeds
+    astronomy = [p.relevance for p in pages if "/astronomy/" in p.url]
+    cooking = [p.relevance for p in pages if "/cooking/" in p.url]
+    assert astronomy and cooking
+    assert min(astronomy) >= THRESHOLD and max(cooking) < THRESHOLD
+
+
+@pytest.mark.parametrize(
+    ("examples", "extra", "message"),
+    [
+        ("missing-folder", [], "no such folder or file"),
+        ("ONE", [], "need at least 2"),
+        ("DIR", [], "add -a seeds=URL"),
+        ("DIR", ["-a", "model=models/webkb-pagetype.npz"], "leave out -a model="),
+        ("DIR", ["-a", "seeds=http://a.test/", "-s", "FOCUSED_EXAMPLES_BACKGROUND=nowhere"], "background 'nowhere'"),
+    ],
+)
+def test_a_crawl_with_bad_examples_stops_with_one_line(tmp_path, examples, extra, message):
+    examples = {"ONE": str(ASTRONOMY[0]), "DIR": str(DATA / "astronomy")}.get(examples, examples)
+    proc = scrapy_crawl(tmp_path, "-a", f"examples={examples}", *extra, "-s", "FOCUSED_DB=")
+    assert proc.returncode == 1
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr
+
+
+def test_a_crawl_with_an_unreachable_example_url_stops_with_one_line(tmp_path, background):
+    with LocalServer({}) as web:
+        args = ["-a", f"examples={web.url}/a.html,{web.url}/b.html", "-s", f"FOCUSED_ALLOW_INTERNAL={web.allow}"]
+        proc = scrapy_crawl(tmp_path, *args, "-s", f"FOCUSED_EXAMPLES_BACKGROUND={background}", "-s", "FOCUSED_DB=")
+    assert proc.returncode == 1
+    assert "HTTP 404" in proc.stderr and "Traceback" not in proc.stderr
