@@ -3,9 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -14,6 +11,7 @@ from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl
 from focused.crawldb import iter_links, iter_pages, read_meta
 from focused.replay.labels import write_labels
 from focused.replay.server import ReplayServer
+from tests.commands import scrapy_crawl
 from tests.sites import HOST, hub_site, train_critic
 
 
@@ -112,16 +110,7 @@ def test_page_budget_and_feed_export(site):
 
 
 def run_scrapy(*args, cwd=PROJECT_ROOT):
-    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "focused", *args, "-s", "FOCUSED_DB="],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return scrapy_crawl(*args, "-s", "FOCUSED_DB=", cwd=cwd)
 
 
 @pytest.mark.parametrize(

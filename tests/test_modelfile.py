@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import json
-import os
 import pickle
 import subprocess
-import sys
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -25,6 +23,7 @@ from focused.learning.critic.crossfit import CrossFitCritic
 from focused.learning.critic.load import load_critic
 from focused.learning.critic.naive_bayes import Critic
 from focused.learning.modelfile import HEADER_KEY, ModelFileError, read_model, save_model
+from tests.commands import scrapy_crawl
 from tests.sites import COOKING, NEUTRAL, SPORT
 
 N_FEATURES = 2**12
@@ -338,16 +337,7 @@ def test_crafted_pickles_are_refused_without_running(loader: str, how: str, tmp_
 
 
 def run_scrapy(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "focused", *args, "-s", "FOCUSED_DB="],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return scrapy_crawl(*args, "-s", "FOCUSED_DB=")
 
 
 @pytest.mark.parametrize("argument", ["model", "apprentice"])

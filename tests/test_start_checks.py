@@ -5,29 +5,15 @@ holds after a seed page of 200,000 links."""
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from focused.bench.runner import PROJECT_ROOT, run_crawl
+from focused.bench.runner import run_crawl
 from focused.crawldb import iter_pages
+from tests.commands import scrapy_crawl
 from tests.local_server import HTML, LocalServer, direct_crawl
-
-
-def run_scrapy(*args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "focused", *args],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
 
 
 @pytest.mark.parametrize(
@@ -42,7 +28,7 @@ def test_a_db_that_is_no_sqlite_file_is_one_line(tmp_path: Path, content: bytes,
     """It gave the right line, then Scrapy's 94-line CoreStats AssertionError traceback."""
     db = tmp_path / "not.db"
     db.write_bytes(content)
-    proc = run_scrapy("-a", "topic=course", "-a", "seeds=http://127.0.0.1:9/", "-a", f"db={db}")
+    proc = scrapy_crawl("-a", "topic=course", "-a", "seeds=http://127.0.0.1:9/", "-a", f"db={db}")
     assert proc.returncode == 1
     lines = [line for line in proc.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and expected in lines[0] and str(db) in lines[0], proc.stderr[-3000:]
@@ -58,7 +44,7 @@ def test_a_job_whose_db_became_another_file_ends_in_one_line(tmp_path: Path) -> 
     (jobdir / "focused-crawl.json").write_text(
         f'{{"format": "focused.crawl", "format_version": 1, "crawl_db": "{db}", "started": 0}}'
     )
-    proc = run_scrapy("-a", "topic=course", "-a", "seeds=http://127.0.0.1:9/", "-s", f"JOBDIR={jobdir}")
+    proc = scrapy_crawl("-a", "topic=course", "-a", "seeds=http://127.0.0.1:9/", "-s", f"JOBDIR={jobdir}")
     assert proc.returncode == 1
     assert "Traceback" not in proc.stderr, proc.stderr[-3000:]
     errors = [line for line in proc.stderr.splitlines() if "ERROR" in line]

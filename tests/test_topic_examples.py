@@ -7,21 +7,18 @@ small folder of generated pages (the default background, WebKB and Wikipedia, is
 from __future__ import annotations
 
 import html
-import os
 import random
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
-from focused.bench.runner import PROJECT_ROOT
 from focused.cli import main
 from focused.crawldb import iter_pages
 from focused.learning.critic.examples import THRESHOLD, train_examples_critic
 from focused.learning.critic.load import load_critic
 from focused.page.text import html_to_text
+from tests.commands import scrapy_crawl
 from tests.local_server import HTML, LocalServer
 
 DATA = Path(__file__).parent / "data" / "topic"
@@ -187,19 +184,6 @@ def test_train_topic_bad_input_is_one_line(tmp_path, background, capsys, positiv
 # ---------------------------------------------------------------------- scrapy crawl focused -a examples=
 
 
-def scrapy_crawl(tmp: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT))
-    return subprocess.run(
-        [sys.executable, "-m", "scrapy", "crawl", "focused", *args],
-        cwd=PROJECT_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        check=False,
-    )
-
-
 def test_a_crawl_from_examples_trains_once_and_judges_pages(tmp_path, background):
     listing = tmp_path / "examples.txt"
     cache = tmp_path / "cache"
@@ -208,13 +192,13 @@ def test_a_crawl_from_examples_trains_once_and_judges_pages(tmp_path, background
         common = ["-a", f"examples={listing}", "-a", "topic=sky", "-a", "max_pages=16", "-a", "strategy=baseline"]
         common += ["-s", f"FOCUSED_EXAMPLES_BACKGROUND={background}", "-s", f"FOCUSED_EXAMPLES_CACHE={cache}"]
         common += ["-s", f"FOCUSED_ALLOW_INTERNAL={web.allow}", "-s", "CONCURRENT_REQUESTS=2"]
-        first = scrapy_crawl(tmp_path, *common, "-s", f"FOCUSED_DB={tmp_path / 'first.sqlite'}")
+        first = scrapy_crawl(*common, "-s", f"FOCUSED_DB={tmp_path / 'first.sqlite'}", timeout=180)
         assert first.returncode == 0, first.stderr[-3000:]
         assert "trained a critic from 8 examples" in first.stderr and "held out (5-fold)" in first.stderr
         models = list(cache.glob("sky-*.npz"))
         assert len(models) == 1
         stamp = models[0].stat().st_mtime_ns
-        second = scrapy_crawl(tmp_path, *common, "-s", f"FOCUSED_DB={tmp_path / 'second.sqlite'}")
+        second = scrapy_crawl(*common, "-s", f"FOCUSED_DB={tmp_path / 'second.sqlite'}", timeout=180)
         assert second.returncode == 0, second.stderr[-3000:]
         assert "the critic trained from these examples before" in second.stderr
         assert "trained a critic from" not in second.stderr
@@ -240,7 +224,7 @@ def test_a_crawl_from_examples_trains_once_and_judges_pages(tmp_path, background
 )
 def test_a_crawl_with_bad_examples_stops_with_one_line(tmp_path, examples, extra, message):
     examples = {"ONE": str(ASTRONOMY[0]), "DIR": str(DATA / "astronomy")}.get(examples, examples)
-    proc = scrapy_crawl(tmp_path, "-a", f"examples={examples}", *extra, "-s", "FOCUSED_DB=")
+    proc = scrapy_crawl("-a", f"examples={examples}", *extra, "-s", "FOCUSED_DB=", timeout=180)
     assert proc.returncode == 1
     lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr
@@ -249,6 +233,6 @@ def test_a_crawl_with_bad_examples_stops_with_one_line(tmp_path, examples, extra
 def test_a_crawl_with_an_unreachable_example_url_stops_with_one_line(tmp_path, background):
     with LocalServer({}) as web:
         args = ["-a", f"examples={web.url}/a.html,{web.url}/b.html", "-s", f"FOCUSED_ALLOW_INTERNAL={web.allow}"]
-        proc = scrapy_crawl(tmp_path, *args, "-s", f"FOCUSED_EXAMPLES_BACKGROUND={background}", "-s", "FOCUSED_DB=")
+        proc = scrapy_crawl(*args, "-s", f"FOCUSED_EXAMPLES_BACKGROUND={background}", "-s", "FOCUSED_DB=", timeout=180)
     assert proc.returncode == 1
     assert "HTTP 404" in proc.stderr and "Traceback" not in proc.stderr
