@@ -57,8 +57,11 @@ endif
 
 demo: crawl  ## same as `make crawl`
 
-test: $(INSTALLED)  ## run the whole test suite
-	$(PYTHON) -m pytest -q
+# The test files run on 4 pytest-xdist workers (more than the cores: many tests wait on crawls, servers and
+# kills), one file per worker at a time, longest first (tests/conftest.py); pytest-benchmark, when installed, would
+# warn that xdist disables it, and the suite turns warnings into errors.
+test: $(INSTALLED)  ## run the whole test suite (4 pytest-xdist workers; `python -m pytest -q` runs it in one process)
+	$(PYTHON) -m pytest -q -n 4 --dist loadgroup --no-loadscope-reorder -p no:benchmark
 
 bench: $(INSTALLED)  ## run the benchmarks (results/ gets JSON, Markdown and plots), then bench-frontier, -distributed, -traps, -speed
 	$(PYTHON) -m focused bench $(BENCH_ARGS)

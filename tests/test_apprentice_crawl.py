@@ -25,7 +25,9 @@ PAGES = 25 * 7
 def site(tmp_path_factory):
     tmp = tmp_path_factory.mktemp("regions")
     model = train_critic(tmp / "critic.npz")
-    with ReplayServer(regions_site()) as server:
+    # 20 ms a page: the crawl waits on the network as a real one does, and the training thread gets the CPU
+    # it needs to switch in early on a loaded machine (the suite runs several test files at once)
+    with ReplayServer(regions_site(), latency=0.02) as server:
         yield {"model": model, "proxy": server.proxy_url, "tmp": tmp}
 
 

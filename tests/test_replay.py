@@ -332,7 +332,9 @@ def test_iter_warc_truncated(tmp_path: Path, name: str) -> None:
 
 
 @pytest.mark.parametrize(
-    "data", [b"this is not a WARC file\r\n\r\n", gzip.compress(b"garbage\x00\x01" * 10), b"WARC/1.0\r\n"]
+    "data",
+    [b"this is not a WARC file\r\n\r\n", gzip.compress(b"garbage\x00\x01" * 10, mtime=0), b"WARC/1.0\r\n"],
+    ids=["text", "gzipped-garbage", "header-only"],  # the same ids in every pytest-xdist worker
 )
 def test_iter_warc_not_a_warc(tmp_path: Path, data: bytes) -> None:
     path = tmp_path / "bad.warc.gz"
