@@ -1,11 +1,10 @@
-"""A parsed page's outlinks as Scrapy's link extractor would request them (Scrapy-free but for its list
-of ignored extensions), for the spider and for the page-analysis worker (:mod:`focused.analysis.worker`)."""
+"""A parsed page's outlinks as Scrapy's link extractor would request them (Scrapy-free: its list of ignored
+extensions is copied here), for the spider and for the page-analysis worker (:mod:`focused.analysis.worker`)."""
 
 from __future__ import annotations
 
 from urllib.parse import urlparse
 
-from scrapy.linkextractors import IGNORED_EXTENSIONS
 from w3lib.url import safe_url_string
 
 from focused.learning.apprentice.features import resolve_links
@@ -42,6 +41,17 @@ def take_links(parsed: ParsedPage, url: str, encoding: str, max_links: int) -> t
     return list(links), over
 
 
+#: ``scrapy.linkextractors.IGNORED_EXTENSIONS`` (Scrapy 2.x), copied: importing it imports all of Scrapy and
+#: Twisted (``scrapy/__init__``), 24 MB more in the page-analysis worker, which needs nothing else of them.
+#: tests/test_outlinks_scrapy_free.py checks that the copy is Scrapy's list.
+IGNORED_EXTENSIONS = tuple(
+    (
+        "7z 7zip bz2 rar tar tar.gz xz zip mng pct bmp gif jpg jpeg png pst psp tif tiff ai drw dxf eps ps svg "
+        "cdr ico webp mp3 wma ogg wav ra aac mid au aiff 3gp asf asx avi mov mp4 mpg qt rm swf wmv m4a m4v flv "
+        "webm xls xlsm xlsx xltm xltx potm potx ppt pptm pptx pps doc docb docm docx dotm dotx odt ods odg odp "
+        "css pdf exe bin rss dmg iso apk jar sh rb js hta bat cpl msi msp py "
+    ).split()
+)
 _DENIED_EXTENSIONS = tuple(f".{ext}" for ext in IGNORED_EXTENSIONS)
 _accepted_memo: dict[tuple[str, str], str | None] = {}
 _MEMO_SIZE = 100_000

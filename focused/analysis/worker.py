@@ -190,6 +190,11 @@ class AnalysisPool:
                 ready.set_exception(exc if isinstance(exc, BrokenProcessPool) else BrokenProcessPool(repr(exc)))
             else:
                 ready.set_result(None)
+                # the workers judge the pages now: the crawl process's copy of the verdict head's scoring block
+                # (20 MB for the Wikipedia critic) idles; a page read here later builds it again
+                head = getattr(self.config.critic, "head", None)
+                if head is not None and hasattr(head, "release"):
+                    head.release()
 
         self.ready = ready
         threading.Thread(target=start, name="focused-analysis-start", daemon=True).start()

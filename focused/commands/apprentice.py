@@ -131,7 +131,7 @@ def _train(args: argparse.Namespace) -> int:
     )
     print(
         f"HIGH rate {model.high_rate:.1%} (relevance >= {model.threshold:.3g}, {args.binning} binning); "
-        f"{int(model.known.sum())} distinct features"
+        f"{model.n_known} distinct features"
     )
     print(
         f"training time {seconds:.2f} s (features {instances.seconds:.2f} s, "

@@ -26,16 +26,18 @@ figures reported and never asserted:
 from __future__ import annotations
 
 import os
+import sqlite3
 import statistics
 import subprocess
 import time
+from contextlib import closing
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from focused.bench.proc import vm_hwm_kb
+from focused.bench.proc import vm_hwm_kb, vm_rss_kb
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, scrapy_command, stats_path
-from focused.bench.wikiweb import MODEL, TOPIC, bench_run, md_row, wiki_spec
+from focused.bench.wikiweb import MODEL, TOPIC, bench_run, md_row, read_only, wiki_spec
 
 #: Settings of the two ways to pull requests. ``strict``: the ``replay`` profile's best-first (no
 #: download starts while any page awaits scoring; what the harvest benchmarks crawl). ``pipelined``:
@@ -85,6 +87,43 @@ def run_process(spec: CrawlSpec) -> tuple[int, float, int, dict[str, Any]]:
     crawl with page-analysis workers counts theirs too (the sum of the processes' peaks), as the CPU
     does (the crawl waits for its workers, so ``wait4`` includes their time).
     """
+    run = watch_process(spec)
+    return run.code, run.cpu, run.peak_kb, run.stats
+
+
+@dataclass
+class ProcessRun:
+    """One crawl process as :func:`watch_process` saw it."""
+
+    code: int
+    cpu: float
+    #: the sum of the crawl process's and its workers' peaks (KB), and each apart
+    peak_kb: int
+    crawl_peak_kb: int
+    worker_peak_kb: int
+    #: (pages in the crawl database, resident set of the crawl process in KB), about once a second
+    samples: list[tuple[int, int]]
+    stats: dict[str, Any]
+
+    def bytes_per_page(self) -> float | None:
+        """How much the crawl process's resident set grows per fetched page: the least-squares slope of
+        its RSS against the pages fetched, over the samples past a third of the crawl (after the
+        start-up, the worker's start and the first models), in bytes; None with too few samples."""
+        if not self.samples:
+            return None
+        last = self.samples[-1][0]
+        late = [(p, r) for p, r in self.samples if p >= last / 3]
+        pages = [p for p, _ in late]
+        if len(late) < 5 or max(pages) - min(pages) < 50:
+            return None
+        mean_p = statistics.fmean(pages)
+        mean_r = statistics.fmean(r for _, r in late)
+        var = sum((p - mean_p) ** 2 for p in pages)
+        return 1024 * sum((p - mean_p) * (r - mean_r) for p, r in late) / var
+
+
+def watch_process(spec: CrawlSpec) -> ProcessRun:
+    """Run one crawl, reading its peaks and its resident set against the pages in its database as it runs."""
     import json
 
     for path in (spec.db, stats_path(spec), Path(f"{spec.db}-wal"), Path(f"{spec.db}-shm")):
@@ -92,18 +131,38 @@ def run_process(spec: CrawlSpec) -> tuple[int, float, int, dict[str, Any]]:
     spec.db.parent.mkdir(parents=True, exist_ok=True)
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [str(PROJECT_ROOT), os.environ.get("PYTHONPATH")])))
     env.setdefault("SCRAPY_SETTINGS_MODULE", "focused.settings")
-    peak = 0
+    peak = crawl_peak = worker_peak = 0
+    samples: list[tuple[int, int]] = []
+    next_sample = time.monotonic() + 1.0
     with spec.db.with_suffix(".log").open("w") as log:
         proc = subprocess.Popen(scrapy_command(spec), cwd=PROJECT_ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
         while True:
-            peak = max(peak, vm_hwm_kb(proc.pid) + sum(vm_hwm_kb(child) for child in _children(proc.pid)))
+            own, workers = vm_hwm_kb(proc.pid), [vm_hwm_kb(child) for child in _children(proc.pid)]
+            crawl_peak, worker_peak = max(crawl_peak, own), max([worker_peak, *workers])
+            peak = max(peak, own + sum(workers))
+            if time.monotonic() >= next_sample:
+                next_sample += 1.0
+                pages, rss = _pages_fetched(spec.db), vm_rss_kb(proc.pid)
+                if pages is not None and rss:
+                    samples.append((pages, rss))
             pid, status, usage = os.wait4(proc.pid, os.WNOHANG)
             if pid:
                 break
             time.sleep(0.1)
         proc.returncode = os.waitstatus_to_exitcode(status)
     stats = json.loads(stats_path(spec).read_text()) if stats_path(spec).exists() else {}
-    return proc.returncode, usage.ru_utime + usage.ru_stime, peak, stats
+    return ProcessRun(proc.returncode, usage.ru_utime + usage.ru_stime, peak, crawl_peak, worker_peak, samples, stats)
+
+
+def _pages_fetched(db: Path) -> int | None:
+    """Pages in a running crawl's database (read only); None before it exists or without one (plain)."""
+    if not db.exists():
+        return None
+    try:
+        with closing(read_only(db)) as conn:
+            return int(conn.execute("SELECT count(*) FROM pages").fetchone()[0])
+    except sqlite3.Error:
+        return None
 
 
 def _children(pid: int) -> list[int]:
@@ -132,7 +191,9 @@ def throughput(config: SpeedBenchConfig, proxy: str) -> dict[str, Any]:
         for k, (name, spider, strategy, settings, _) in enumerate(CRAWLERS):
             load = os.getloadavg()[0]
             spec = _spec(config, proxy, f"speed-{k}-{rnd}", spider, strategy, **settings)
-            code, cpu, rss, stats = run_process(spec)
+            watched = watch_process(spec)
+            code, cpu, rss, stats = watched.code, watched.cpu, watched.peak_kb, watched.stats
+            per_page = watched.bytes_per_page()
             responses = int(stats.get("downloader/response_count", 0))
             elapsed = float(stats.get("elapsed_time_seconds") or 0)
             run = {
@@ -142,6 +203,9 @@ def throughput(config: SpeedBenchConfig, proxy: str) -> dict[str, Any]:
                 "responses_per_s": round(responses / elapsed, 2) if elapsed else None,
                 "cpu_ms_per_response": round(1000 * cpu / responses, 2) if responses else None,
                 "peak_rss_mb": round(rss / 1024, 1),
+                "crawl_peak_rss_mb": round(watched.crawl_peak_kb / 1024, 1),
+                "worker_peak_rss_mb": round(watched.worker_peak_kb / 1024, 1) if watched.worker_peak_kb else None,
+                "bytes_per_page": None if per_page is None else round(per_page),
                 "harvest": stats.get("focused/harvest_rate"),
                 "max_reactor_lag_ms": stats.get("focused/reactor/max_lag_ms"),
                 "load_before": round(load, 2),
@@ -166,7 +230,16 @@ def throughput(config: SpeedBenchConfig, proxy: str) -> dict[str, Any]:
     for name, values in runs.items():
         out["median"][name] = {
             key: _median([v[key] for v in values if v["ok"]], digits=4 if key == "harvest" else 2)
-            for key in ("responses_per_s", "cpu_ms_per_response", "peak_rss_mb", "harvest", "max_reactor_lag_ms")
+            for key in (
+                "responses_per_s",
+                "cpu_ms_per_response",
+                "peak_rss_mb",
+                "crawl_peak_rss_mb",
+                "worker_peak_rss_mb",
+                "bytes_per_page",
+                "harvest",
+                "max_reactor_lag_ms",
+            )
         }
     for name, values in ratios.items():
         out["ratio_to_plain"][name] = {
@@ -231,6 +304,29 @@ def markdown(result: dict[str, Any]) -> str:
                 f"{ratio['cpu_ms_per_response']}x" if ratio.get("cpu_ms_per_response") else "1.00",
                 med["peak_rss_mb"],
                 med["harvest"],
+            )
+        )
+    lines += [
+        "",
+        "Memory of the same crawls (medians): the peak resident set of the crawl process and of its "
+        "page-analysis worker apart (the table's peak RSS is their sum), and the growth of the crawl "
+        "process's resident set per fetched page (least-squares slope of its RSS against the pages in the "
+        "crawl database, sampled every second past the first third of the crawl; the plain spider keeps no "
+        "database):",
+        "",
+        "| crawler | crawl process MB | worker MB | bytes per fetched page | vs plain: peak RSS |",
+        "|---|---|---|---|---|",
+    ]
+    for name, *_, ref in CRAWLERS:
+        med, plain = tp["median"][name], tp["median"][ref]
+        total, plain_total = med.get("peak_rss_mb"), plain.get("peak_rss_mb")
+        lines.append(
+            md_row(
+                name,
+                med.get("crawl_peak_rss_mb"),
+                med.get("worker_peak_rss_mb"),
+                None if med.get("bytes_per_page") is None else round(med["bytes_per_page"]),
+                f"{total / plain_total:.2f}x" if total and plain_total else None,
             )
         )
     st = result["stages"]

@@ -96,7 +96,9 @@ class Apprentice:
         Dense side features per instance (0: none; 2 for :func:`critic_views`),
         fitted with the calibration, not by naive Bayes.
 
-    Memory: besides the per-bucket counts (2 × ``n_features`` float64), the
+    Memory: the per-bucket counts are kept for the features seen only (a *slot* each, in the order
+    they were first seen: 2 float64 and an int32 id a slot, plus one int32 map of the hashed feature
+    space, shared with the models fitted, which keep their weights per slot too); the
     raw instances are kept as int32 ids (about 4 bytes per feature occurrence,
     ~25 MB for 100k links of 60 features): they let equal-prob binning move
     instances between buckets, feed the calibration, and make :meth:`save`
@@ -136,7 +138,11 @@ class Apprentice:
         self._rel = np.zeros(128, dtype=np.float64)
         self._side = np.zeros((128, self.n_side), dtype=np.float64)
         self._n = 0
-        self._counts = np.zeros((2, self.n_features), dtype=np.float64)  # [LOW, HIGH] x feature
+        # feature id -> slot (-1: never seen); slots only ever get added, so a model fitted earlier can share it
+        self._slot_of = np.full(self.n_features, -1, dtype=np.int32)
+        self._slot_ids = np.zeros(1024, dtype=np.int32)  # slot -> feature id
+        self._n_slots = 0
+        self._counts = np.zeros((2, 1024), dtype=np.float64)  # [LOW, HIGH] x slot
         self._bucket_threshold = self.threshold if binning == "fixed" else math.inf
         self._n_high_fixed = 0
         self._rel_min = math.inf
@@ -212,7 +218,8 @@ class Apprentice:
             self._n_ids += len(ids)
             self._n += k
             high = rel >= self._bucket_threshold
-            add_counts(self._counts, ids, np.repeat(high, lengths), +1)
+            slots = self._slots(ids)  # first: it may grow the counts
+            add_counts(self._counts, slots, np.repeat(high, lengths), +1)
             self._n_high_fixed += int(np.count_nonzero(rel >= self.threshold))
             self._rel_min = min(self._rel_min, float(rel.min()))
             self._rel_max = max(self._rel_max, float(rel.max()))
@@ -225,6 +232,25 @@ class Apprentice:
             self._indptr = grown(self._indptr, size + 1, m + 1)
         if n_ids > len(self._ids):
             self._ids = grown(self._ids, max(n_ids, 2 * len(self._ids)), self._n_ids)
+
+    def _slots(self, ids: np.ndarray) -> np.ndarray:
+        """The slots of ``ids``, giving the next free slots to ids never seen (in ascending id order)."""
+        slots = self._slot_of[ids]
+        new = slots < 0
+        if new.any():
+            fresh = np.unique(ids[new])
+            start, end = self._n_slots, self._n_slots + len(fresh)
+            if end > len(self._slot_ids):
+                size = max(end, 2 * len(self._slot_ids))
+                self._slot_ids = grown(self._slot_ids, size, start)
+                counts = np.zeros((2, size), dtype=np.float64)
+                counts[:, :start] = self._counts[:, :start]
+                self._counts = counts
+            self._slot_ids[start:end] = fresh
+            self._slot_of[fresh] = np.arange(start, end, dtype=np.int32)
+            self._n_slots = end
+            slots = self._slot_of[ids]
+        return slots
 
     def current_threshold(self) -> float:
         """The relevance at or above which an instance is HIGH, given the data so far."""
@@ -248,9 +274,11 @@ class Apprentice:
             if n_high == 0 or n_high == n:
                 raise NotReadyError(f"need instances in both buckets (have {n_high} HIGH of {n})")
             if threshold != self._bucket_threshold:
-                rebucket(self._counts, self._indptr, self._ids, rel, self._bucket_threshold, threshold)
+                rebucket(self._counts, self._indptr, self._ids, rel, self._bucket_threshold, threshold, self._slot_of)
                 self._bucket_threshold = threshold
-            counts = self._counts.copy()
+            n_slots = self._n_slots
+            counts = self._counts[:, :n_slots].copy()
+            feature_ids = self._slot_ids[:n_slots].copy()
             self._version += 1
             version = self._version
 
@@ -267,10 +295,12 @@ class Apprentice:
             normalize=self.normalize,
             folds=self.calibration_folds,
             max_instances=self.calibration_max,
+            slot_of=self._slot_of,
         )
         model = ApprenticeModel(
-            log_ratio=log_ratio,
-            known=known,
+            weights=log_ratio,
+            feature_ids=feature_ids,
+            slot_of=self._slot_of,
             prior_log_odds=prior,
             slope=slope,
             intercept=intercept,

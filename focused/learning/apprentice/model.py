@@ -90,18 +90,25 @@ class ApprenticeModel:
 
     Attributes
     ----------
-    log_ratio
-        Per hashed feature, ``log θ_HIGH,t − log θ_LOW,t``; 0 for features
-        never seen in training.
-    known
-        Per hashed feature, 1 if seen in training, else 0. Unseen features
-        carry no evidence and do not count in the length normalisation.
+    weights
+        Per feature seen in training (a *slot*), ``log θ_HIGH,t − log θ_LOW,t``.
+    feature_ids
+        The hashed feature id of each slot.
+    slot_of
+        Over the hashed feature space, each feature's slot (int32; −1, or a slot at or past
+        ``len(weights)``, for a feature this model never saw). The learner's own map, shared by every
+        model it fits: it only ever gains features, which an older model does not count as seen.
+        Features never seen carry no evidence and do not count in the length normalisation.
     prior_log_odds
         ``log(n_HIGH / n_LOW)`` over the training instances.
     slope, intercept, side_weights
         The logistic ``Pr(HIGH) = σ(slope · score + side · side_weights + intercept)``
         fitted on held-out scores (see :meth:`score`) and the instances' side
         features; ``side_weights`` is empty for a model without side features.
+
+    Memory: the weights of the features seen only (8 bytes each, plus 4 for their ids), not one
+    float per hashed id (two dense float64 arrays over 2^20 ids were 16 MB a model, and a crawl
+    holds several models). :attr:`log_ratio` and :attr:`known` give the dense view when asked.
 
     Why not the raw NB posterior: summed log-likelihood ratios grow with the
     number of features of a link (NB counts correlated words near a link as
@@ -114,8 +121,9 @@ class ApprenticeModel:
     ``"length"`` against 0.798 for the raw log-odds (α = 0.1, d_max = 5).
     """
 
-    log_ratio: np.ndarray = field(repr=False)
-    known: np.ndarray = field(repr=False)
+    weights: np.ndarray = field(repr=False)
+    feature_ids: np.ndarray = field(repr=False)
+    slot_of: np.ndarray = field(repr=False)
     prior_log_odds: float
     slope: float
     intercept: float
@@ -128,20 +136,79 @@ class ApprenticeModel:
     params: Mapping[str, Any] = field(repr=False)
     feature_params: Mapping[str, Any] = field(repr=False)
     side_weights: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    # derived in __post_init__: the weights with a last 0.0, the column of every feature the model never saw
+    _padded: np.ndarray = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
-        for name in ("log_ratio", "known", "side_weights"):
-            arr = np.asarray(getattr(self, name), dtype=np.float64)  # float64: no conversion per predict
+        weights = np.asarray(self.weights, dtype=np.float64).ravel()  # float64: no conversion per predict
+        ids = np.asarray(self.feature_ids, dtype=np.int32).ravel()
+        slot_of = np.asarray(self.slot_of)
+        if ids.shape != weights.shape or slot_of.shape != (self.n_features,) or slot_of.dtype != np.int32:
+            raise ValueError("apprentice model arrays disagree in length or type")
+        padded = np.append(weights, 0.0)
+        view = slot_of.view()  # the learner's map stays writable for the learner only
+        for name, arr in (("_padded", padded), ("slot_of", view), ("feature_ids", ids.copy())):
             arr.setflags(write=False)
             object.__setattr__(self, name, arr)
+        object.__setattr__(self, "weights", padded[:-1])
+        side = np.asarray(self.side_weights, dtype=np.float64).copy()
+        side.setflags(write=False)
+        object.__setattr__(self, "side_weights", side)
         # Copies, so that the apprentice's later changes cannot reach a served model.
         object.__setattr__(self, "params", dict(self.params))
         object.__setattr__(self, "feature_params", dict(self.feature_params))
 
+    @classmethod
+    def from_sparse(cls, n_features: int, indices: np.ndarray, log_ratio: np.ndarray, **fields: Any) -> ApprenticeModel:
+        """A model of the distinct feature ids ``indices`` (each in ``[0, n_features)``) and their weights,
+        with its own map of the feature space."""
+        ids = np.asarray(indices, dtype=np.int64).ravel()
+        slot_of = np.full(n_features, -1, dtype=np.int32)
+        slot_of[ids] = np.arange(len(ids), dtype=np.int32)
+        return cls(
+            weights=log_ratio, feature_ids=ids.astype(np.int32), slot_of=slot_of, n_features=n_features, **fields
+        )
+
+    @property
+    def n_known(self) -> int:
+        """Number of distinct features seen in training."""
+        return int(self.weights.size)
+
+    @property
+    def log_ratio(self) -> np.ndarray:
+        """Dense per hashed id log ratio (0 for features never seen); built on demand, read-only."""
+        dense = np.zeros(self.n_features, dtype=np.float64)
+        dense[self.feature_ids] = self.weights
+        dense.setflags(write=False)
+        return dense
+
+    @property
+    def known(self) -> np.ndarray:
+        """Dense per hashed id 1.0 if seen in training, else 0.0; built on demand, read-only."""
+        dense = np.zeros(self.n_features, dtype=np.float64)
+        dense[self.feature_ids] = 1.0
+        dense.setflags(write=False)
+        return dense
+
     def _evidence(self, X: Features) -> tuple[np.ndarray, np.ndarray]:
-        """Summed log-likelihood ratio and number of known features of each instance."""
+        """Summed log-likelihood ratio and number of known features of each instance.
+
+        The count matrix's columns are renumbered to slots (a feature the model never saw goes to the
+        padding column, whose weight is 0.0), keeping each row's entries in their order: the product
+        adds the same terms in the same order as one with a dense weight per hashed id did, so the
+        evidence is the same to the last bit.
+        """
         M = as_matrix(X, self.n_features)
-        return np.asarray(M @ self.log_ratio, dtype=np.float64), np.asarray(M @ self.known, dtype=np.float64)
+        n_slots = self.weights.size
+        slots = self.slot_of[M.indices]
+        unseen = (slots < 0) | (slots >= n_slots)
+        slots[unseen] = n_slots
+        S = sp.csr_matrix((M.data, slots, M.indptr), shape=(M.shape[0], n_slots + 1))
+        evidence = np.asarray(S @ self._padded, dtype=np.float64)
+        # the known features' counts, added row by row in order (what a product with a 0/1 vector adds)
+        rows = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
+        n_known = np.bincount(rows, weights=np.where(unseen, 0.0, M.data), minlength=M.shape[0])
+        return evidence, n_known.astype(np.float64, copy=False)
 
     def log_odds(self, X: Features) -> np.ndarray:
         """Raw naive Bayes log-odds ``log Pr(HIGH|x) − log Pr(LOW|x)`` (the paper's score, uncalibrated)."""
@@ -182,15 +249,15 @@ class ApprenticeModel:
 
     def to_bundle(self) -> dict[str, Any]:
         """The model as plain arrays and builtins (weights stored sparse); what :meth:`save` writes."""
-        nz = np.flatnonzero(self.known)
+        order = np.argsort(self.feature_ids, kind="stable")  # ascending ids, as the dense layout stored them
         return {
             "kind": MODEL_KIND,
             "format_version": FORMAT_VERSION,
             "params": dict(self.params),
             "feature_params": dict(self.feature_params),
             "model": {
-                "indices": nz.astype(np.int32),
-                "log_ratio": self.log_ratio[nz].copy(),
+                "indices": self.feature_ids[order].astype(np.int32),
+                "log_ratio": self.weights[order].copy(),
                 "prior_log_odds": self.prior_log_odds,
                 "slope": self.slope,
                 "intercept": self.intercept,
@@ -214,19 +281,21 @@ class ApprenticeModel:
             indices = np.asarray(m["indices"], dtype=np.int64)
             if indices.size and (indices.min() < 0 or indices.max() >= n_features):
                 raise ValueError("feature index out of range")
-            log_ratio = np.zeros(n_features, dtype=np.float64)
-            log_ratio[indices] = m["log_ratio"]
-            known = np.zeros(n_features, dtype=np.float64)
-            known[indices] = 1.0
-            return cls(
-                log_ratio=log_ratio,
-                known=known,
+            values = np.asarray(m["log_ratio"], dtype=np.float64).ravel()
+            if values.shape != indices.shape:
+                raise ValueError("feature indices and weights disagree in length")
+            if indices.size > 1 and np.any(np.diff(indices) <= 0):  # not as written: the last weight of an id
+                indices, last = np.unique(indices[::-1], return_index=True)
+                values = values[::-1][last]
+            return cls.from_sparse(
+                n_features,
+                indices,
+                values,
                 prior_log_odds=float(m["prior_log_odds"]),
                 slope=float(m["slope"]),
                 intercept=float(m["intercept"]),
                 side_weights=np.asarray(m.get("side_weights", np.zeros(0)), dtype=np.float64).ravel(),
                 normalize=str(m["normalize"]),
-                n_features=n_features,
                 version=int(m["version"]),
                 n_instances=int(m["n_instances"]),
                 high_rate=float(m["high_rate"]),

@@ -13,7 +13,6 @@ import math
 import warnings
 
 import numpy as np
-from sklearn.linear_model import LogisticRegression
 
 __all__ = [
     "add_counts",
@@ -120,15 +119,27 @@ def grown(a: np.ndarray, size: int, n: int) -> np.ndarray:
     return out
 
 
-def rebucket(counts: np.ndarray, indptr: np.ndarray, ids: np.ndarray, rel: np.ndarray, old: float, new: float) -> None:
-    """Move the counts of the instances whose bucket changes from threshold ``old`` to ``new``, in place."""
+def rebucket(
+    counts: np.ndarray,
+    indptr: np.ndarray,
+    ids: np.ndarray,
+    rel: np.ndarray,
+    old: float,
+    new: float,
+    slot_of: np.ndarray | None = None,
+) -> None:
+    """Move the counts of the instances whose bucket changes from threshold ``old`` to ``new``, in place.
+
+    With ``slot_of``, ``counts`` has a column per slot (feature seen) and ``slot_of[id]`` is each id's.
+    """
     was_high, is_high = rel >= old, rel >= new
     moved = np.flatnonzero(was_high != is_high)
     if moved.size:
         pos, lengths = segments(indptr, moved)
         to_high = np.repeat(is_high[moved], lengths)
-        add_counts(counts, ids[pos], to_high, +1)
-        add_counts(counts, ids[pos], ~to_high, -1)
+        cols = ids[pos] if slot_of is None else slot_of[ids[pos]]
+        add_counts(counts, cols, to_high, +1)
+        add_counts(counts, cols, ~to_high, -1)
 
 
 def stacked_sigmoid(
@@ -143,6 +154,7 @@ def stacked_sigmoid(
     normalize: str,
     folds: int,
     max_instances: int,
+    slot_of: np.ndarray | None = None,
 ) -> tuple[float, float, np.ndarray]:
     """Fit σ(a·score + side·w + b) to held-out scores of the most recent instances (cross-fitting).
 
@@ -151,7 +163,8 @@ def stacked_sigmoid(
     side features are already out-of-sample (the critic never saw the link),
     so they enter the logistic regression as they are: it learns how much
     each view of the critic adds to the link context (stacking). The folds are
-    a round robin over the sample (instance i in fold ``i mod folds``).
+    a round robin over the sample (instance i in fold ``i mod folds``). With ``slot_of``, ``counts`` has a
+    column per slot (feature seen) and ``slot_of[id]`` is each id's.
     """
     n, n_side = len(rel), side.shape[1]
     sample = np.arange(max(0, n - max_instances), n)
@@ -165,7 +178,7 @@ def stacked_sigmoid(
     # The features of the sample, ranked once (not a pass over the whole id space per fold): each fold's
     # held-out counts are the sample features' counts minus the fold's own occurrences.
     pos, _ = segments(indptr, sample)
-    uniq, rank = feature_ranks(ids[pos], counts.shape[1])
+    uniq, rank = feature_ranks(ids[pos] if slot_of is None else slot_of[ids[pos]], counts.shape[1])
     c_all = counts[:, uniq]
     was_known = c_all[0] + c_all[1] > 0
     a = alpha
@@ -175,7 +188,7 @@ def stacked_sigmoid(
         if rows.size == 0:
             continue
         pos, lengths = segments(indptr, rows)
-        inv = rank[ids[pos]]
+        inv = rank[ids[pos]] if slot_of is None else rank[slot_of[ids[pos]]]
         row_of = np.repeat(np.arange(rows.size), lengths)
         fold_high = np.repeat(high[rows], lengths)
         fh = int(np.count_nonzero(high[rows]))
@@ -206,6 +219,8 @@ def stacked_sigmoid(
     # a huge weight that swings on the next page.
     scale = float(np.std(scores)) or 1.0
     S = side[sample]
+    from sklearn.linear_model import LogisticRegression  # here: the crawl imports this module, not scikit-learn
+
     lr_model = LogisticRegression(C=_STACK_C, solver="newton-cholesky", max_iter=100)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # convergence chatter on separable samples

@@ -69,7 +69,6 @@ accuracy).
 from __future__ import annotations
 
 import numpy as np
-from scipy.optimize import minimize_scalar
 from scipy.special import logsumexp
 
 __all__ = ["HOLDOUT_FRACTION", "LENGTH_SCALE_BOUNDS", "fit_length_scale", "stratified_split"]
@@ -112,6 +111,8 @@ def fit_length_scale(
         return float(-(targets * logp).sum(axis=1).mean())
 
     lo, hi = np.log(LENGTH_SCALE_BOUNDS[0]), np.log(LENGTH_SCALE_BOUNDS[1])
+    from scipy.optimize import minimize_scalar  # here: the crawl imports this module, not SciPy's optimiser
+
     result = minimize_scalar(loss, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
     scale = float(np.exp(result.x))
 

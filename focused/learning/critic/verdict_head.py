@@ -68,24 +68,37 @@ class VerdictHead:
     #: positive-unlabelled scaling: Pr(class ``pu_class``) = min(1, g / ``pu_c``) (None: a plain head)
     pu_c: float | None = None
     pu_class: int = 0
-    # derived in __post_init__: the features that have a weight, each one's row in a dense block of their
-    # weights (n_used, n_classes), and the idf of every feature
-    _slot: np.ndarray = field(init=False, repr=False)
-    _dense: np.ndarray = field(init=False, repr=False)
-    _idf: np.ndarray = field(init=False, repr=False)
+    # derived from ``coef`` when first needed (:meth:`_block`): the features that have a weight, each one's
+    # row (int32: 4 bytes a hashed id, not 8) in a dense block of their weights (n_used, n_classes). The idf
+    # of an unseen feature is taken page by page (a second dense array over the ids: 8 MB more for 2^20 ids).
+    _scoring: tuple[np.ndarray, np.ndarray] | None = field(init=False, repr=False, default=None)
 
-    def __post_init__(self) -> None:
-        # a page's scores are then one sparse-times-dense product over its weighted features; a sparse product
-        # with the (n_classes, n_features) weights cost 1 ms a page, a gather of (class, value) pairs 0.4 ms
-        # with 105 classes. The block holds 50,000 features x 105 classes in 21 MB for the Wikipedia critic.
-        used = np.unique(self.coef.indices)
-        slot = np.full(self.coef.shape[1], -1, dtype=np.int64)
-        slot[used] = np.arange(len(used))
-        object.__setattr__(self, "_slot", slot)
-        # C order: scipy ravels the dense operand of a product, which copies an F-ordered one every call
-        dense = np.ascontiguousarray(self.coef[:, used].T.toarray(), dtype=np.float32)
-        object.__setattr__(self, "_dense", dense)
-        object.__setattr__(self, "_idf", np.where(self.idf > 0, self.idf, self.idf_unseen))
+    def _block(self) -> tuple[np.ndarray, np.ndarray]:
+        """The slot of every feature and the dense block of the weighted ones' weights, built once (again after
+        :meth:`release`)."""
+        scoring = self._scoring
+        if scoring is None:
+            # a page's scores are then one sparse-times-dense product over its weighted features; a sparse
+            # product with the (n_classes, n_features) weights cost 1 ms a page, a gather of (class, value)
+            # pairs 0.4 ms with 105 classes. The block holds 50,000 features x 105 classes in 21 MB for the
+            # Wikipedia critic.
+            used = np.unique(self.coef.indices)
+            slot = np.full(self.coef.shape[1], -1, dtype=np.int32)
+            slot[used] = np.arange(len(used), dtype=np.int32)
+            # C order: scipy ravels the dense operand of a product, which copies an F-ordered one every call
+            dense = np.ascontiguousarray(self.coef[:, used].T.toarray(), dtype=np.float32)
+            scoring = (slot, dense)
+            object.__setattr__(self, "_scoring", scoring)
+        return scoring
+
+    def release(self) -> None:
+        """Drop the scoring block (25 MB for the Wikipedia critic): a crawl process whose page-analysis worker
+        judges its pages keeps it for nothing. The next page judged here builds it again, the same."""
+        object.__setattr__(self, "_scoring", None)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """What a pickle holds (the page-analysis worker's copy): the weights, not the block derived from them."""
+        return {**self.__dict__, "_scoring": None}
 
     def tfidf(self, X: sp.csr_matrix) -> sp.csr_matrix:
         """Sublinear tf (1 + log n), times idf, L2-normalised per row."""
@@ -95,7 +108,9 @@ class VerdictHead:
         return sp.csr_matrix((weights, X.indices.copy(), X.indptr.copy()), shape=X.shape)
 
     def _weights(self, X: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
-        weights = (1.0 + np.log(np.maximum(X.data.astype(np.float64), 1.0))) * self._idf[X.indices]
+        idf = self.idf[X.indices]
+        idf = np.where(idf > 0, idf, self.idf_unseen)
+        weights = (1.0 + np.log(np.maximum(X.data.astype(np.float64), 1.0))) * idf
         norms = np.sqrt(np.bincount(rows, weights=weights**2, minlength=X.shape[0]))
         return weights / np.maximum(norms, 1e-12)[rows]
 
@@ -105,12 +120,13 @@ class VerdictHead:
         n, k = X.shape[0], len(self.intercept)
         rows = np.repeat(np.arange(n), np.diff(X.indptr))
         weights = self._weights(X, rows)  # over every feature of the page: the norm counts them all
-        slots = self._slot[X.indices]
+        slot, block = self._block()
+        slots = slot[X.indices]
         keep = slots >= 0
         indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=n))])
         # float32 as the block: a float64 matrix would make scipy copy the whole block to float64 every call
-        weighted = sp.csr_matrix((weights[keep].astype(np.float32), slots[keep], indptr), shape=(n, len(self._dense)))
-        scores = np.asarray(weighted @ self._dense, dtype=np.float64) + self.intercept[None, :]
+        weighted = sp.csr_matrix((weights[keep].astype(np.float32), slots[keep], indptr), shape=(n, len(block)))
+        scores = np.asarray(weighted @ block, dtype=np.float64) + self.intercept[None, :]
         prob = 1.0 / (1.0 + np.exp(-np.clip(scores, -500, 500)))
         total = prob.sum(axis=1, keepdims=True)
         post = np.where(total > 0, prob / np.maximum(total, 1e-300), 1.0 / k)
