@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
+
 #: Priorities span ``0 .. PRIORITY_SCALE``; seeds sit above every scored link.
 PRIORITY_SCALE = 1_000_000
 SEED_PRIORITY = PRIORITY_SCALE + 1
@@ -22,6 +24,16 @@ def score_to_priority(score: float) -> int:
     if score >= 1.0:
         return PRIORITY_SCALE
     return round(score * PRIORITY_SCALE)
+
+
+def scores_to_priorities(scores: np.ndarray) -> list[int]:
+    """:func:`score_to_priority` of every score, in a few array operations (a re-score maps 100,000 at once).
+
+    The same ints: ``np.rint`` rounds halves to even as ``round`` does, on the same float64 products.
+    """
+    scores = np.asarray(scores, dtype=np.float64)
+    scaled = np.rint(np.clip(np.nan_to_num(scores, nan=0.0), 0.0, 1.0) * PRIORITY_SCALE)
+    return scaled.astype(np.int64).tolist()
 
 
 def priority_to_score(priority: int) -> float:

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 #: Argument: ``scorer(payloads) -> priorities``, called with the parents' payloads
 #: of the waiting requests (in batches: a durable store re-scores chunk by chunk);
 #: ``None`` keeps a priority. The handler returns the number of priorities that changed.
+#: Optional ``background(deferred)``: re-score off the reactor thread instead; the handler returns
+#: ``None`` and hands ``background`` a Deferred that fires with that number
+#: (:meth:`focused.core.scheduler.FocusedScheduler.rescore_background`; ``scorer`` then runs in a thread).
 rescore_frontier = object()
 
 #: Sent by the pipeline after a page is labelled by the critic and stored.

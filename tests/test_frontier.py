@@ -1,7 +1,8 @@
+import numpy as np
 import pytest
 
 from focused.frontier.heap import Frontier
-from focused.priority import PRIORITY_SCALE, SEED_PRIORITY, priority_to_score, score_to_priority
+from focused.priority import PRIORITY_SCALE, SEED_PRIORITY, priority_to_score, score_to_priority, scores_to_priorities
 
 
 def drain(frontier):
@@ -9,6 +10,14 @@ def drain(frontier):
     while (entry := frontier.pop()) is not None:
         out.append(entry.key)
     return out
+
+
+def test_scores_to_priorities_is_score_to_priority_of_each():
+    halves = (np.arange(1000) + 0.5) / PRIORITY_SCALE  # x.5 after scaling: rounded half to even by both
+    scores = np.concatenate([np.random.default_rng(0).random(10_000), halves, [np.nan, -1, 0, 1, 7, np.inf, -np.inf]])
+    priorities = scores_to_priorities(scores)
+    assert priorities == [score_to_priority(s) for s in scores.tolist()]
+    assert all(type(p) is int for p in priorities)
 
 
 def test_score_to_priority_is_int_monotone_and_clipped():

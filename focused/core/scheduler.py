@@ -57,6 +57,8 @@ from scrapy.utils.defer import deferred_from_coro
 from scrapy.utils.job import job_dir
 from twisted.internet import task
 from twisted.internet.base import DelayedCall
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThread
 
 from focused import signals
 from focused.core.budget import PageBudget
@@ -88,6 +90,8 @@ PAYLOAD_BYTES_META_KEY = "focused_payload_bytes"
 
 #: Requests a shared (Redis) frontier gets at most in one push call; a page's links go together.
 PUSH_BATCH = 1000
+#: New priorities a background re-score writes per reactor turn.
+RESCORE_APPLY = 10_000
 
 #: A re-scoring function: given, for each waiting request, the payloads of its parents (a
 #: :class:`~focused.learning.apprentice.linkbatch.LinkBatch` when all are link payloads), return each
@@ -163,6 +167,9 @@ class FocusedScheduler:
         self._unfiltered_n = 0
         #: the store's entries dropped by its own cap (Redis), counted in the stats so far
         self._dropped = 0
+        #: background re-scores under way (:meth:`rescore_background`), and the one that finishes last
+        self._rescoring = 0
+        self._rescore_tail: Deferred[None] | None = None
         #: FOCUSED_MAX_PAGES: nothing is handed out that the budget could not store
         self.budget = PageBudget.of(crawler)
         self.budget.give_back = self.give_back
@@ -330,6 +337,10 @@ class FocusedScheduler:
             # is through (each download's completion schedules its next call)
             self.stats.inc_value("focused/frontier/held_back")
             return None
+        if self._rescoring and not self.max_unscored:
+            # strict best-first: the re-scored priorities first (the engine is woken when they are in)
+            self.stats.inc_value("focused/frontier/held_back_rescoring")
+            return None
         if not self.budget.room():
             return None
         if self._batched:  # the links found so far, then the pages they make done (sent with the pop)
@@ -493,41 +504,118 @@ class FocusedScheduler:
     # -- re-scoring -------------------------------------------------------------------
 
     def rescore(self, scorer: Scorer) -> int:
-        """Re-evaluate every waiting request with ``scorer``; returns how many changed."""
-
+        """Re-evaluate every waiting request with ``scorer``, here and now; returns how many changed."""
         self._flush()  # the requests not pushed yet are re-scored too
-        bad = 0
-
-        def rescorer(blobs: list[list[bytes]]) -> Sequence[int | None]:
-            nonlocal bad
-            try:  # only the decoding: an error of the scorer's own is not a damaged payload
-                batch = decode_link_batch(blobs)  # the apprentice's payloads as arrays: no object per link
-                if batch is None:
-                    decoded = iter(decode_payloads([b for entry in blobs for b in entry]))  # one batch: faster
-                    entries = [[next(decoded) for _ in entry] for entry in blobs]
-            except ValueError:  # a damaged payload among them: score the others one by one, keep its priority
-                decoded_entries = [_decoded(entry) for entry in blobs]
-                good = [i for i, entry in enumerate(decoded_entries) if entry is not None]
-                bad += len(blobs) - len(good)
-                out: list[int | None] = [None] * len(blobs)
-                if good:
-                    new = scorer([cast(list[Any], decoded_entries[i]) for i in good])
-                    for i, priority in zip(good, new, strict=True):
-                        out[i] = priority
-                return out
-            return scorer(batch) if batch is not None else scorer(entries)
-
+        rescorer = _Rescorer(scorer)
         before = self.store.bad_payloads
         changed = self.store.rescore(rescorer)
-        bad += self.store.bad_payloads - before
-        if bad:
-            self.stats.inc_value("focused/rescore/bad_payloads", bad)
-            logger.error("Re-score skipped %d waiting requests with damaged payloads (their priority is kept)", bad)
+        self._count_bad(rescorer.bad + self.store.bad_payloads - before)
         self.stats.inc_value("focused/frontier/rescored", len(self.store))
         return changed
 
-    def _on_rescore(self, scorer: Scorer) -> int:
+    def rescore_background(self, scorer: Scorer) -> Deferred[int]:
+        """Re-evaluate every request waiting now with ``scorer`` off the reactor thread; fires with how many
+        changed.
+
+        The store fixes the waiting entries now (:meth:`~focused.frontier.store.FrontierStore.rescore_start`);
+        a thread reads their payloads, decodes them and runs ``scorer`` (which must not depend on state the
+        crawl changes meanwhile: the apprentice passes a frozen copy); the new priorities are then written
+        here, a slice per reactor turn, to the entries that still wait and that no push merged into
+        meanwhile (the merge's priority stands, as if it had come after the re-score). Several re-scores
+        apply in the order they were asked for. With ``FOCUSED_MAX_UNSCORED_PAGES`` 0 (strict best-first) no
+        request is handed out while one is under way, so the fetch order is that of a re-score done at once.
+        """
+        self._flush()
+        job = self.store.rescore_start()
+        bad_before = self.store.bad_payloads
+        self.stats.inc_value("focused/frontier/rescored", len(self.store))
+        previous, finished = self._rescore_tail, Deferred[None]()
+        self._rescore_tail = finished
+        self._rescoring += 1
+
+        async def run() -> int:
+            try:
+                if previous is not None:
+                    await previous
+                rescorer = _Rescorer(scorer)
+                parts = await deferToThread(lambda: [(ids, rescorer(blobs)) for ids, blobs in job.read()])
+                changed = 0
+                for ids, new in parts:
+                    for start in range(0, len(ids), RESCORE_APPLY):
+                        if self._closed:  # the store is closed: the re-score is dropped
+                            return changed
+                        part = slice(start, start + RESCORE_APPLY)
+                        changed += job.apply(ids[part], new[part])
+                        await self._next_turn()  # the reactor runs between slices
+                job.close()  # the payloads the store could not unframe are counted by then
+                self._count_bad(rescorer.bad + self.store.bad_payloads - bad_before)
+                return changed
+            finally:
+                job.close()
+                self._rescoring -= 1
+                finished.callback(None)
+                if not self._rescoring:
+                    self._wake_now()
+
+        return Deferred.fromCoroutine(run())
+
+    def _next_turn(self) -> Deferred[None]:
+        """A Deferred that fires in the reactor's next turn."""
+        from twisted.internet import reactor
+
+        return task.deferLater(reactor, 0, lambda: None)
+
+    def _count_bad(self, bad: int) -> None:
+        if bad:
+            self.stats.inc_value("focused/rescore/bad_payloads", bad)
+            logger.error("Re-score skipped %d waiting requests with damaged payloads (their priority is kept)", bad)
+
+    def _wake_now(self) -> None:
+        """Have the engine ask for a request now (a re-score held them back; no download may be in flight
+        to make it ask)."""
+        try:
+            nextcall = getattr(getattr(self.crawler.engine, "_slot", None), "nextcall", None)
+        except RuntimeError:  # no engine (a scheduler driven by hand)
+            return
+        if nextcall is not None and not self._closed:
+            nextcall.schedule()
+
+    def _on_rescore(self, scorer: Scorer, background: Callable[[Deferred[int]], None] | None = None) -> int | None:
+        """The :data:`focused.signals.rescore_frontier` handler. With ``background`` (a signal handler may not
+        return a Deferred) the re-score runs off the reactor thread and ``background`` gets its Deferred."""
+        if background is not None and self._store_error is None:
+            background(self.rescore_background(scorer))
+            return None
         return self.rescore(scorer)
+
+
+class _Rescorer:
+    """The scheduler's rescorer for a store: decodes the parents' payloads (the apprentice's as one
+    :class:`~focused.learning.apprentice.linkbatch.LinkBatch`), then runs ``scorer``; counts in :attr:`bad`
+    the entries whose payloads are damaged (their priority is kept)."""
+
+    def __init__(self, scorer: Scorer) -> None:
+        self.scorer = scorer
+        self.bad = 0
+
+    def __call__(self, blobs: list[list[bytes]]) -> Sequence[int | None]:
+        scorer = self.scorer
+        try:  # only the decoding: an error of the scorer's own is not a damaged payload
+            batch = decode_link_batch(blobs)  # the apprentice's payloads as arrays: no object per link
+            if batch is None:
+                decoded = iter(decode_payloads([b for entry in blobs for b in entry]))  # one batch: faster
+                entries = [[next(decoded) for _ in entry] for entry in blobs]
+        except ValueError:  # a damaged payload among them: score the others one by one, keep its priority
+            decoded_entries = [_decoded(entry) for entry in blobs]
+            good = [i for i, entry in enumerate(decoded_entries) if entry is not None]
+            self.bad += len(blobs) - len(good)
+            out: list[int | None] = [None] * len(blobs)
+            if good:
+                new = scorer([cast(list[Any], decoded_entries[i]) for i in good])
+                for i, priority in zip(good, new, strict=True):
+                    out[i] = priority
+            return out
+        return scorer(batch) if batch is not None else scorer(entries)
 
 
 def _decoded(payloads: list[bytes]) -> list[Any] | None:

@@ -154,6 +154,31 @@ class Frontier(Generic[T]):
         self._heap = heap
         return changed
 
+    def apply(self, entries: Sequence[Entry[T]], priorities: Sequence[int | None], skip: set[str]) -> int:
+        """New priorities for entries of an earlier snapshot (a background re-score): only those that still
+        wait and whose key is not in ``skip`` (pushed again since). Returns how many changed.
+
+        A changed entry is pushed again (lazy invalidation, the pop order is that of a rebuilt heap: ties
+        are unique); once stale heap items outnumber the waiting entries, the heap is rebuilt.
+        """
+        changed = 0
+        waiting = self._entries
+        for entry, new in zip(entries, priorities, strict=True):
+            if new is None or (new := int(new)) == entry.priority or waiting.get(entry.key) is not entry:
+                continue
+            if entry.key in skip:
+                continue
+            entry.priority = new
+            self._heap_push(entry)
+            changed += 1
+        return changed
+
+    def compact(self) -> None:
+        """Rebuild the heap without its stale items if they outnumber the waiting entries."""
+        if len(self._heap) > 2 * len(self._entries) + 64:
+            self._heap = [(-e.priority, e.tie, e.handle, e.key) for e in self._entries.values()]
+            heapq.heapify(self._heap)
+
     def drop_lowest(self, n: int) -> list[str]:
         """Remove the ``n`` waiting entries that would be popped last; returns their keys."""
         if n <= 0:
@@ -161,9 +186,7 @@ class Frontier(Generic[T]):
         worst = heapq.nsmallest(n, self._entries.values(), key=lambda e: (e.priority, -e.tie))
         for entry in worst:
             del self._entries[entry.key]
-        if len(self._heap) > 2 * len(self._entries) + 64:  # drop the stale heap slots too
-            self._heap = [(-e.priority, e.tie, e.handle, e.key) for e in self._entries.values()]
-            heapq.heapify(self._heap)
+        self.compact()  # drop the stale heap slots too
         return [entry.key for entry in worst]
 
     def restore_entry(self, entry: Entry[T]) -> None:

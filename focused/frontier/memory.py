@@ -6,7 +6,7 @@ Nothing survives the process: use :class:`~focused.frontier.sqlite.SQLiteStore`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any
 
 from focused.frontier.compact import RequestPacker
@@ -28,6 +28,8 @@ class MemoryStore:
         self._leased: dict[str, Entry[Any]] = {}
         self._meta: dict[str, Any] = {}
         self._packer = RequestPacker()  # waiting requests kept as tuples (compact.py)
+        #: background re-scores under way: the keys pushed since each started are not re-scored by it
+        self._jobs: list[MemoryRescore] = []
 
     def push_many(self, pushes: Sequence[Push]) -> list[PushResult]:
         results = []
@@ -35,6 +37,8 @@ class MemoryStore:
             if push.key in self.heap:
                 self.heap.push(push.key, push.item, push.priority, push.payload)
                 results.append(PushResult.MERGED)
+                for job in self._jobs:
+                    job.touched.add(push.key)
             elif push.key in self._seen:
                 results.append(PushResult.SEEN)
             else:
@@ -66,6 +70,15 @@ class MemoryStore:
                 [e.payloads if None not in e.payloads else [p for p in e.payloads if p is not None] for e in entries]
             )
         )
+
+    def rescore_start(self) -> MemoryRescore:
+        """A background re-score of the entries waiting now (their parents' payloads copied, not decoded)."""
+        entries = list(self.heap)
+        payloads = [e.payloads.copy() if None not in e.payloads else [p for p in e.payloads if p is not None]
+                    for e in entries]  # fmt: skip
+        job = MemoryRescore(self, entries, payloads)
+        self._jobs.append(job)
+        return job
 
     def drop_lowest(self, n: int) -> int:
         """Drop the ``n`` lowest-priority waiting entries (they stay seen); returns how many."""
@@ -103,3 +116,31 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+
+class MemoryRescore:
+    """:class:`~focused.frontier.store.RescoreJob` of the memory store: a snapshot of the waiting entries, read
+    in one chunk (one scorer call, as :meth:`MemoryStore.rescore`), applied in slices."""
+
+    def __init__(self, store: MemoryStore, entries: list[Entry[Any]], payloads: list[list[Any]]) -> None:
+        self.store = store
+        self.entries = entries
+        self.payloads = payloads
+        #: keys merged since the start: their priority follows the merge
+        self.touched: set[str] = set()
+
+    def read(self) -> Iterator[tuple[Sequence[Any], list[list[Any]]]]:
+        yield range(len(self.entries)), self.payloads
+
+    def apply(self, ids: Sequence[Any], priorities: Sequence[int | None]) -> int:
+        if isinstance(ids, range) and ids.step == 1:
+            entries = self.entries[ids.start : ids.stop]
+        else:
+            entries = [self.entries[i] for i in ids]
+        return self.store.heap.apply(entries, priorities, self.touched)
+
+    def close(self) -> None:
+        if self in self.store._jobs:
+            self.store._jobs.remove(self)
+            self.store.heap.compact()
+        self.entries, self.payloads = [], []

@@ -60,13 +60,14 @@ def encode_payloads(payloads: Sequence[Any]) -> list[bytes]:
         wide[lengths > 0] = np.maximum.reduceat(gaps.view(np.uint32), first) > 0xFFFF
     body = gaps.astype("<u2").tobytes()
     side = np.stack([payloads[i].side for i in links]).astype("<f4").tobytes() if k else b""
+    plain = ids.astype("<i4").tobytes() if wide.any() else b""  # the ids of LinkPayload.to_bytes, all at once
     kind = bytes((k,))
-    for j, (i, a, n) in enumerate(zip(links, starts.tolist(), lengths.tolist(), strict=True)):
-        if wide[j]:  # a gap too wide for 2 bytes (or unsorted ids): the plain kind
-            out[i] = encode_payload(payloads[i])
+    for j, (i, a, n, too_wide) in enumerate(zip(links, starts.tolist(), lengths.tolist(), wide.tolist(), strict=True)):
+        views = side[4 * k * j : 4 * k * (j + 1)]
+        if too_wide:  # a gap too wide for 2 bytes (or unsorted ids): the plain kind, _LINK + to_bytes()
+            out[i] = _LINK + n.to_bytes(4, "little") + plain[4 * a : 4 * (a + n)] + kind + views
         else:
-            head = _DELTAS + n.to_bytes(4, "little") + kind
-            out[i] = head + side[4 * k * j : 4 * k * (j + 1)] + body[2 * a : 2 * (a + n)]
+            out[i] = _DELTAS + n.to_bytes(4, "little") + kind + views + body[2 * a : 2 * (a + n)]
     return out
 
 

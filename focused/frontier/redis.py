@@ -88,7 +88,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from functools import partial
 from typing import Any, TypeVar, cast
 
@@ -206,6 +206,8 @@ class RedisStore:
         self._down_since: float | None = None
         self._gave_up = False
         self._closed = False
+        #: background re-scores under way: the keys this worker pushed since each started are not re-scored by it
+        self._jobs: list[RedisRescore] = []
         self._call(self._check_format)
 
     # -- Redis calls, retried --------------------------------------------------------------
@@ -281,6 +283,8 @@ class RedisStore:
         reply = self._call(lambda: self._scripts["push"](self._push_keys(), args))
         self.last_len, dropped = int(reply[-2]), int(reply[-1])
         self.dropped += dropped
+        for job in self._jobs:
+            job.touched.update(push.key.encode() for push in pushes)
         return [PushResult(int(r)) for r in reply[:-2]]
 
     def _push_keys(self) -> list[str]:
@@ -422,18 +426,7 @@ class RedisStore:
     def _rescore_chunk(self, rescorer: Rescorer, pairs: list[tuple[bytes, float]]) -> int:
         members = [m for m, _ in pairs]
         blobs: list[bytes | None] = self._call(lambda: cast(Any, self.client.hmget(self.k["payloads"], members)))
-        entries: list[tuple[bytes, int]] = []
-        payloads: list[list[bytes]] = []
-        for (member, value), blob in zip(pairs, blobs, strict=True):
-            if not blob:
-                continue
-            try:
-                payloads.append(unframe(blob))
-            except ValueError as exc:  # counted; the scheduler logs one line per re-score
-                self.bad_payloads += 1
-                logger.debug("Redis frontier %s: payloads of %s skipped in the re-score (%s)", self.prefix, member, exc)
-                continue
-            entries.append((member, int(value)))
+        entries, payloads = self._unframed(pairs, blobs)
         if not entries:
             return 0
         new = rescorer(payloads)
@@ -446,6 +439,32 @@ class RedisStore:
         if updates:
             self._call(lambda: self.client.zadd(self.k["waiting"], cast(Any, updates), xx=True))
         return len(updates)
+
+    def rescore_start(self) -> RedisRescore:
+        """A background re-score of the waiting entries (:class:`RedisRescore`)."""
+        self._send_acks()
+        job = RedisRescore(self)
+        self._jobs.append(job)
+        return job
+
+    def _unframed(
+        self, pairs: list[tuple[bytes, float]], blobs: list[bytes | None]
+    ) -> tuple[list[tuple[bytes, int]], list[list[bytes]]]:
+        """The (member, score) of the entries whose payloads unframe, and their payloads; the others are
+        skipped (their priority kept) and counted in :attr:`bad_payloads` (the scheduler logs one line)."""
+        entries: list[tuple[bytes, int]] = []
+        payloads: list[list[bytes]] = []
+        for (member, value), blob in zip(pairs, blobs, strict=True):
+            if not blob:
+                continue
+            try:
+                payloads.append(unframe(blob))
+            except ValueError as exc:
+                self.bad_payloads += 1
+                logger.debug("Redis frontier %s: payloads of %s skipped in the re-score (%s)", self.prefix, member, exc)
+                continue
+            entries.append((member, int(value)))
+        return entries, payloads
 
     def seen(self, key: str) -> bool:
         return bool(self._call(lambda: self.client.sismember(self.k["seen"], key)))
@@ -532,6 +551,50 @@ class RedisStore:
         """Delete this frontier from Redis (every key under the prefix); returns how many keys existed."""
         pops = self._call(lambda: list(self.client.scan_iter(match=f"{self.prefix}:frontier:pop:*", count=1000)))
         return int(self._call(lambda: self.client.delete(*(self.k[name] for name in KEY_NAMES), *pops)))
+
+
+class RedisRescore:
+    """:class:`~focused.frontier.store.RescoreJob` of the Redis store: ZSCAN + HMGET of the payloads in a thread
+    (the client is thread-safe), then one ``ZADD XX`` per slice on the crawler's thread, which skips the entries
+    popped meanwhile (by any worker: ``XX``) and those this worker pushed since the start (their merge
+    stands). Another worker's merge meanwhile gets the re-scored priority, as with :meth:`RedisStore.rescore`."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self.store = store
+        self.touched: set[bytes] = set()
+
+    def read(self) -> Iterator[tuple[Sequence[Any], list[list[bytes]]]]:
+        store = self.store
+        done: set[bytes] = set()
+        cursor = 0
+        while not store._closed:
+            cursor, pairs = store._call(partial(store._zscan, cursor))
+            pairs = [(m, s) for m, s in pairs if m not in done]
+            done.update(m for m, _ in pairs)
+            if pairs:
+                members = [m for m, _ in pairs]
+                blobs = store._call(partial(store.client.hmget, store.k["payloads"], members))
+                ids, payloads = store._unframed(pairs, cast(Any, blobs))
+                if ids:
+                    yield ids, payloads
+            if cursor == 0:
+                return
+
+    def apply(self, ids: Sequence[Any], priorities: Sequence[int | None]) -> int:
+        store, touched = self.store, self.touched
+        updates = {
+            member: score(int(p), old % SHIFT)
+            for (member, old), p in zip(ids, priorities, strict=True)
+            if p is not None and int(p) != priority_of(old) and member not in touched
+        }
+        if updates and not store._closed:
+            store._call(lambda: store.client.zadd(store.k["waiting"], cast(Any, updates), xx=True))
+            return len(updates)
+        return 0
+
+    def close(self) -> None:
+        if self in self.store._jobs:
+            self.store._jobs.remove(self)
 
 
 def read_quarantine(client: redis.Redis, prefix: str) -> dict[str, dict[str, Any]]:

@@ -25,7 +25,7 @@ durable, the default with ``JOBDIR``) and :class:`~focused.frontier.redis.RedisS
 from __future__ import annotations
 
 import enum
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -36,6 +36,27 @@ TIEBREAKS = ("fifo", "random")
 #: of a batch of waiting entries (each a list of bytes); returns each entry's new
 #: priority, or ``None`` to keep it.
 Rescorer = Callable[[list[list[bytes]]], Sequence[int | None]]
+
+
+class RescoreJob(Protocol):
+    """A re-score of the waiting entries in the background (:meth:`FrontierStore.rescore_start`).
+
+    The store's waiting entries are fixed when the job starts. :meth:`read` may run in another thread
+    (it reads what it needs without the store's own connection or objects it changes); :meth:`apply`
+    runs on the store's thread, once per part of the result, and changes only entries that still wait
+    and that no push touched since the start (their priority then follows the push's merge, as if the
+    push had come after the re-score). :meth:`close` ends the job (after its last apply, or to drop it).
+    """
+
+    def read(self) -> Iterator[tuple[Sequence[Any], list[list[bytes]]]]:
+        """Chunks of (entry ids, each entry's parents' payloads), in any thread."""
+        ...
+
+    def apply(self, ids: Sequence[Any], priorities: Sequence[int | None]) -> int:
+        """Set new priorities (None: keep) of entries of a chunk (or a slice of one); returns how many changed."""
+        ...
+
+    def close(self) -> None: ...
 
 
 class StoreError(Exception):
@@ -107,6 +128,10 @@ class FrontierStore(Protocol):
 
     def rescore(self, rescorer: Rescorer) -> int:
         """New priorities for every waiting entry from its payloads; returns how many changed."""
+        ...
+
+    def rescore_start(self) -> RescoreJob:
+        """Start a background re-score of the entries waiting now (:class:`RescoreJob`)."""
         ...
 
     def seen(self, key: str) -> bool:

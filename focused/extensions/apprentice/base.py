@@ -20,14 +20,13 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from scrapy import signals as scrapy_signals
 from scrapy.utils.defer import maybe_deferred_to_future
 from scrapy.utils.job import job_dir
-from twisted.internet.defer import Deferred
+from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.threads import deferToThread
 
 from focused import signals
@@ -63,6 +62,7 @@ class RelevanceFeedback:
         self.closing = False
         self.training = False
         self._in_flight: Deferred[Any] | None = None
+        self._in_rescore: Deferred[Any] | None = None
         self.switched_in_at: int | None = None
         self._pages = 0
         self._refreshed = 0  # pages at the last refresh of exploration bonuses and sibling terms
@@ -154,10 +154,34 @@ class RelevanceFeedback:
         return first
 
     def _rescore_frontier(self, what: str) -> None:
+        """Re-score the waiting URLs off the reactor thread (the scheduler's background re-score), with a
+        frozen copy of the apprentice: what the crawl learns meanwhile does not change the new priorities."""
         model = self.online.model
         started = time.perf_counter()
-        results = self.crawler.signals.send_catch_log(signals.rescore_frontier, scorer=self._rescore)
+        frozen = self.online.frozen()
+        pending: list[Deferred[int]] = []
+        results = self.crawler.signals.send_catch_log(
+            signals.rescore_frontier, scorer=frozen.rescore, background=pending.append
+        )
         changed = sum(r for _, r in results if isinstance(r, int))
+        if not pending:
+            self._rescored(what, model, started, changed)
+            return
+        self._in_rescore = DeferredList(pending, consumeErrors=True)
+        self._in_rescore.addCallback(self._background_rescored, what, model, started, changed)
+
+    def _background_rescored(
+        self, results: list[tuple[bool, Any]], what: str, model: ApprenticeModel | None, started: float, changed: int
+    ) -> None:
+        for ok, result in results:
+            if ok:
+                changed += int(result)
+            else:
+                logger.error("Re-scoring the frontier failed; waiting URLs keep their priorities:\n%s",
+                             result.getTraceback())  # fmt: skip
+        self._rescored(what, model, started, changed)
+
+    def _rescored(self, what: str, model: ApprenticeModel | None, started: float, changed: int) -> None:
         seconds = time.perf_counter() - started
         self.stats.inc_value("focused/apprentice/rescore_ms", round(1000 * seconds))
         if model is None:  # an exploration refresh before switch-in
@@ -176,9 +200,6 @@ class RelevanceFeedback:
         logger.error(
             "Apprentice training failed; the crawl goes on with the previous model:\n%s", failure.getTraceback()
         )
-
-    def _rescore(self, payloads: Sequence[Sequence[Any]]) -> list[int | None]:
-        return self.online.rescore(payloads)
 
     def _record_model(self, model: ApprenticeModel) -> None:
         self.stats.set_value("focused/apprentice/version", model.version)

@@ -20,6 +20,7 @@ learner's batches.
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Mapping, Sequence
 
 import numpy as np
@@ -69,6 +70,12 @@ class NoveltyBonus:
 
     def page_fetched(self) -> None:
         self.pages += 1
+
+    def frozen(self) -> NoveltyBonus:
+        """A copy of the counts as they are now."""
+        twin = copy.copy(self)
+        twin.counts = self.counts.copy()
+        return twin
 
     @property
     def scale(self) -> float:

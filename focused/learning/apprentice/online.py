@@ -26,6 +26,7 @@ views are side features of every instance, which the model stacks with the
 
 from __future__ import annotations
 
+import copy
 import logging
 import threading
 from collections.abc import Sequence
@@ -45,7 +46,7 @@ from focused.learning.apprentice.siblings import SiblingFeedback, payload_tags
 from focused.learning.apprentice.state import OnlineState
 from focused.learning.critic.snippet import SnippetCritic
 from focused.page.parsed import ParsedPage
-from focused.priority import score_to_priority
+from focused.priority import scores_to_priorities
 
 logger = logging.getLogger(__name__)
 
@@ -214,6 +215,16 @@ class OnlineApprentice(OnlineState):
         """Switch a new model in (atomic: one reference assignment)."""
         self.model = model
 
+    def frozen(self) -> OnlineApprentice:
+        """A copy that scores (:meth:`rescore`) as this one does now, whatever this one learns meanwhile:
+        for a re-score in a thread while the crawl goes on. Its exploration and sibling counts are copies;
+        the rest is shared, and only read by the scoring."""
+        with self._lock:
+            twin = copy.copy(self)
+            twin.explore = None if self.explore is None else self.explore.frozen()
+            twin.siblings = None if self.siblings is None else self.siblings.frozen()
+        return twin
+
     # -- scoring ------------------------------------------------------------------
 
     def score(self, payloads: Sequence[LinkPayload]) -> list[float] | None:
@@ -249,13 +260,15 @@ class OnlineApprentice(OnlineState):
         entries, starts = np.unique(owners, return_index=True)  # owners ascend: each URL's payloads in a run
         ends = np.append(starts[1:], len(scores))
         if self.aggregation == "first":
-            values = scores[starts].tolist()
+            values = scores[starts]
         elif self.aggregation == "mean":
-            values = [sum(scores[a:b].tolist()) / (b - a) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+            values = np.array(
+                [sum(scores[a:b].tolist()) / (b - a) for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]
+            )
         else:
-            values = np.maximum.reduceat(scores, starts).tolist()
-        for entry, value in zip(entries.tolist(), values, strict=True):
-            out[entry] = score_to_priority(value)
+            values = np.maximum.reduceat(scores, starts)
+        for entry, priority in zip(entries.tolist(), scores_to_priorities(values), strict=True):
+            out[entry] = priority
         return out
 
     def _link_scores(self, payloads_per_entry: Sequence[Sequence[Any]]) -> tuple[np.ndarray, np.ndarray] | None:

@@ -25,6 +25,7 @@ frontier store keeps it without another format.
 
 from __future__ import annotations
 
+import copy
 import math
 from collections.abc import Callable, Mapping, Sequence
 
@@ -147,6 +148,12 @@ class SiblingFeedback:
         for tag, spread in zip(tags.tolist(), np.sqrt(np.maximum(sq - mean**2, 0.0)).tolist(), strict=True):
             self._children.setdefault(tag, [0.0, 0.0, 0.0, 0.0])[3] = spread
         self._table = None
+
+    def frozen(self) -> SiblingFeedback:
+        """A copy of the counts as they are now (the sorted table, never changed in place, is shared)."""
+        twin = copy.copy(self)
+        twin._children = {tag: counts.copy() for tag, counts in self._children.items()}
+        return twin
 
     def page_judged(self, relevance: float) -> None:
         self.pages += 1
