@@ -38,16 +38,29 @@ class FeatureIds:
 
     def uncached(self, features: Iterable[str]) -> list[int]:
         """The ids of ``features``, computed without remembering them (for callers with a cache of their own)."""
-        n = self.n_features
-        out = []
-        for f in features:
-            h = _murmurhash3_32(f, 0, True)  # scikit-learn's murmurhash3_32(f, seed=0): signed, UTF-8
-            # scikit-learn's rule for the one value whose abs() overflows int32
-            out.append((2**31 - 1 - (n - 1)) % n if h == _INT32_MIN else abs(h) % n)
+        return self.uncached_array(features).tolist()
+
+    def uncached_array(self, features: Iterable[str]) -> np.ndarray:
+        """:meth:`uncached` as an int64 array: a hash per string, the rest in numpy (a Python step per
+        string was most of the cost of the link features' new words)."""
+        # scikit-learn's murmurhash3_32(f, seed=0): signed, UTF-8 (mmh3.hash's defaults)
+        hashes = np.fromiter(map(_murmurhash3_32, features), dtype=np.int64)
+        out = np.abs(hashes) % self.n_features
+        out[hashes == _INT32_MIN] = self._overflow_id  # scikit-learn's rule for the one value abs() overflows
         return out
 
+    def _one(self, feature: str) -> int:
+        """:meth:`uncached` of one string, without numpy's cost per call."""
+        h = _murmurhash3_32(feature, 0, True)
+        return self._overflow_id if h == _INT32_MIN else abs(h) % self.n_features
+
+    @property
+    def _overflow_id(self) -> int:
+        n = self.n_features
+        return (2**31 - 1 - (n - 1)) % n
+
     def _compute(self, feature: str) -> int:
-        index = self.uncached((feature,))[0]
+        index = self._one(feature)
         if len(self._ids) >= self.max_cached:
             self._ids.clear()
         self._ids[feature] = index

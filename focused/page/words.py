@@ -119,7 +119,10 @@ class WordTable:
             self._columns[key] = column
         if filled < len(self._words):
             new = self._words[filled:]
-            column[filled : len(self._words)] = np.fromiter(compute(new), dtype=column.dtype, count=len(new))
+            values = compute(new)
+            if not isinstance(values, np.ndarray):  # FeatureIds.uncached gives an array already
+                values = np.fromiter(values, dtype=column.dtype, count=len(new))
+            column[filled : len(self._words)] = values
             self._filled[key] = len(self._words)
         return column
 
@@ -165,7 +168,7 @@ def hashed_counts(texts: Sequence[str], n_features: int, extra: Sequence[str] | 
     to ``texts``) adds each of its texts' tokens to the row of the text at its place: the counts of
     ``text + "\n" + extra``, while ``text`` itself stays the string a page's tokens are remembered by."""
     ids = feature_ids(n_features)
-    column = (("critic", n_features), ids.uncached, np.int64)
+    column = (("critic", n_features), ids.uncached_array, np.int64)
     n = len(texts)
     if extra is not None and len(extra) != n:
         raise ValueError(f"{n} texts but {len(extra)} extra texts")
@@ -179,7 +182,7 @@ def hashed_counts(texts: Sequence[str], n_features: int, extra: Sequence[str] | 
 
     def ids_of(text: str) -> np.ndarray:
         one = page_tokens(text, (column,))
-        return one[0] if one is not None else np.asarray(ids.uncached(tokenize(text)), dtype=np.int64)
+        return one[0] if one is not None else ids.uncached_array(tokenize(text))
 
     rows, indices, data = [], [], []
     for row, text in enumerate(texts):

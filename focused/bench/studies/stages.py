@@ -44,7 +44,7 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
     from focused.crawldb import HTML_LEVEL, CrawlDB
     from focused.frontier.linkrequest import LinkRequest
     from focused.frontier.memory import MemoryStore
-    from focused.frontier.payloads import encode_payload
+    from focused.frontier.payloads import encode_payloads
     from focused.frontier.store import Push
     from focused.learning.apprentice.features import compact_many, extract_link_features
     from focused.learning.apprentice.learner import Apprentice
@@ -111,9 +111,10 @@ def stage_costs(store: Any, model: Path, topic: str, *, pages: int = 1000) -> di
             scores = online.score(payloads) or []
             t7 = clock()
             pushes = []
-            for url, score, payload in zip(links, scores, payloads, strict=True):
+            blobs = encode_payloads(payloads)  # a page's payloads at once, as the link scoring middleware does
+            for url, score, blob in zip(links, scores, blobs, strict=True):
                 request = LinkRequest(url, meta={"focused_parent": response.url}, priority=int(score * 1e6))
-                pushes.append(Push(fingerprint(request).hex(), request, request.priority, encode_payload(payload)))
+                pushes.append(Push(fingerprint(request).hex(), request, request.priority, blob))
             frontier.push_many(pushes)
             t8 = clock()
             db.add_page(

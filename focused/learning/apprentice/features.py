@@ -48,7 +48,7 @@ import logging
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from urllib.parse import urljoin
+from urllib.parse import urljoin, urlsplit
 
 import numpy as np
 import scipy.sparse as sp
@@ -196,17 +196,49 @@ def resolve_links(parsed: ParsedPage, base_url: str, upto: int | None = None) ->
         except ValueError:  # <base href="http://[ffff">: an invalid IPv6 host; the page's own URL is the base
             parsed.bad_base = True
     resolved: dict[str, str | None] = {}
+    origin = _origin(base)
+    rooted = _rooted
     for href, _, _ in parsed.links[len(out) : upto]:
         url = resolved.get(href, "")
         if url == "":
-            try:
-                url = _resolve(base, href)
-            except ValueError:  # an href urljoin cannot join (an invalid IPv6 host): dropped, counted
-                url = None
-                parsed.bad_links += 1
+            key = (origin, href) if origin is not None and _root_relative(href) else None
+            url = rooted.get(key, "") if key is not None else ""
+            if url == "":
+                try:
+                    url = _resolve(base, href)
+                except ValueError:  # an href urljoin cannot join (an invalid IPv6 host): dropped, counted
+                    url = None
+                    parsed.bad_links += 1
+                else:
+                    if key is not None:
+                        if len(rooted) >= ROOTED_MEMO:
+                            rooted.clear()
+                        rooted[key] = url
             resolved[href] = url
         out.append(url)
     return out
+
+
+#: Root-relative hrefs (``/wiki/Physics``) whose resolution one process remembers, by the base's scheme and
+#: host (all urljoin reads of the base for them): a site's pages link the same paths page after page.
+ROOTED_MEMO = 100_000
+_rooted: dict[tuple[str, str], str | None] = {}
+
+
+def _origin(base: str) -> str | None:
+    """``scheme://netloc`` of an http(s) base URL, or None (another base, or one urlsplit refuses)."""
+    try:
+        parts = urlsplit(base)
+    except ValueError:
+        return None
+    return f"{parts.scheme}://{parts.netloc}" if parts.scheme in _SCHEMES and parts.netloc else None
+
+
+def _root_relative(href: str) -> bool:
+    """Whether urljoin resolves ``href`` from the base's scheme and host alone: one slash, then a path,
+    with nothing urlsplit removes or strips inside it (tabs, newlines, control characters)."""
+    href = href.strip()
+    return href[:1] == "/" and href[1:2] != "/" and href.isprintable()
 
 
 def decode_html(data: bytes, encoding: str | None) -> str:

@@ -62,22 +62,35 @@ class OffsetTable:
             if len(self._row) + len(tokens) > self.max_tokens:
                 self._row.clear()
             where = self._row
-            for tok in set(tokens).difference(where):  # the new ones (set operations: no Python loop per token)
-                where[tok] = self._add(tok)
+            new = set(tokens).difference(where)  # set operations: no Python loop per token
+            if new:
+                self._add(new)
             return self._table[np.fromiter(map(where.__getitem__, tokens), dtype=np.intp, count=len(tokens))]
 
-    def _add(self, tok: str) -> int:
-        if tok == _LEAF_MARK:
-            return _MARK
-        if len(tok) < 2 or tok.isdigit():
-            return _NO_TOKEN
-        i = len(self._row) + 2  # rows 0 and 1 are those of non-tokens and of the leaf mark
-        if i >= len(self._table):
-            grown = np.zeros((2 * len(self._table), self._table.shape[1]), dtype=np.int32)
+    def _add(self, new: set[str]) -> None:
+        """Rows for the ``new`` strings: all their ``"{token}@{d}"`` hashed in one call (a Python step per
+        string, none per id), the leaf mark and non-tokens pointed at their fixed rows."""
+        where = self._row
+        words = []
+        for tok in new:
+            if tok == _LEAF_MARK:
+                where[tok] = _MARK
+            elif len(tok) < 2 or tok.isdigit():
+                where[tok] = _NO_TOKEN
+            else:
+                words.append(tok)
+        if not words:
+            return
+        start = len(where) + 2  # rows 0 and 1 are those of non-tokens and of the leaf mark
+        end = start + len(words)
+        if end > len(self._table):
+            grown = np.zeros((max(2 * len(self._table), end), self._table.shape[1]), dtype=np.int32)
             grown[: len(self._table)] = self._table
             self._table = grown
-        self._table[i] = self.ids.uncached(f"{tok}@{d}" for d in range(-self.d_max, self.d_max + 1))
-        return i
+        offsets = [f"@{d}" for d in range(-self.d_max, self.d_max + 1)]
+        ids = self.ids.uncached_array([tok + suffix for tok in words for suffix in offsets])
+        self._table[start:end] = ids.reshape(len(words), len(offsets))
+        where.update(zip(words, range(start, end), strict=True))
 
 
 #: The table rows of strings that are not tokens (ids of -1; hashed ids are never negative) and

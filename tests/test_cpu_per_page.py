@@ -1,0 +1,171 @@
+"""The per-page shortcuts of issue 30 (CPU per page) give exactly what the plain computations gave.
+
+Each rewritten function is checked against the computation it replaced, written out here on sample
+inputs: the hashed ids of new words (all of a page's at once), the rows of the link features' offset
+table, the resolution of root-relative links remembered across pages, and a page's link payloads
+encoded together when their ids are too far apart for the compact kind.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from focused.frontier.payloads import encode_payload, encode_payloads
+from focused.learning.apprentice import features
+from focused.learning.apprentice.features import _resolve, resolve_links
+from focused.learning.apprentice.linkids import _LEAF_MARK, OffsetTable
+from focused.learning.apprentice.payload import LinkPayload
+from focused.page import hashing
+from focused.page.hashing import FeatureIds
+from focused.page.parse import parse_page
+
+WORDS = ["", "the@-1", "naïve", "中文@3", "\x00", "a" * 1000, "course@0", "x"] + [
+    f"w{i}@{i % 7 - 3}" for i in range(300)
+]
+
+
+def _reference_id(feature: str, n: int) -> int:
+    """The id as the per-string loop computed it (scikit-learn's rule for the hash whose abs() overflows)."""
+    h = hashing._murmurhash3_32(feature, 0, True)
+    return (2**31 - 1 - (n - 1)) % n if h == -(2**31) else abs(h) % n
+
+
+@pytest.mark.parametrize("n", [1, 7, 2**18, 2**20, 2**31 - 1])
+def test_ids_of_many_strings_at_once_are_the_per_string_ids(n: int) -> None:
+    ids = FeatureIds(n)
+    want = [_reference_id(w, n) for w in WORDS]
+    got = ids.uncached_array(WORDS)
+    assert got.dtype == np.int64 and got.tolist() == want
+    assert ids.uncached(WORDS) == want and ids.ids(WORDS) == want
+    assert ids.uncached_array([]).tolist() == []
+
+
+def test_the_hash_whose_abs_overflows_gets_scikit_learns_id(monkeypatch: pytest.MonkeyPatch) -> None:
+    real = hashing._murmurhash3_32
+    monkeypatch.setattr(hashing, "_murmurhash3_32", lambda f, *a: -(2**31) if f == "boom" else real(f, *a))
+    for n in (5, 2**20):
+        want = (2**31 - 1 - (n - 1)) % n
+        assert FeatureIds(n).uncached_array(["a", "boom", "b"]).tolist()[1] == want
+        assert FeatureIds(n).ids(["boom"]) == [want]
+
+
+def test_offset_table_rows_are_the_ids_of_each_token_at_each_offset() -> None:
+    d_max, n = 3, 2**20
+    ids = FeatureIds(n)
+    table = OffsetTable(ids, d_max)  # starts with 1,024 rows: the pages below grow it
+    rng = np.random.default_rng(3)
+    vocabulary = [f"tok{i}" for i in range(3000)] + ["a", "7", "1999", "x1", _LEAF_MARK, "été", "中文"]
+    for page in range(4):  # new words on each page, and words met on earlier ones
+        tokens = [vocabulary[i] for i in rng.integers(0, len(vocabulary), 1500)] + ["a", "1999", _LEAF_MARK]
+        got = table.rows(tokens)
+        assert got.shape == (len(tokens), 2 * d_max + 1) and got.dtype == np.int32
+        for tok, row in zip(tokens, got.tolist(), strict=True):
+            if tok == _LEAF_MARK:
+                assert row == [-2] * (2 * d_max + 1)
+            elif len(tok) < 2 or tok.isdigit():
+                assert row == [-1] * (2 * d_max + 1)
+            else:
+                assert row == [_reference_id(f"{tok}@{d}", n) for d in range(-d_max, d_max + 1)], (page, tok)
+    assert table.rows([]).shape == (0, 2 * d_max + 1)
+
+
+def test_a_full_offset_table_starts_afresh_and_gives_the_same_rows() -> None:
+    big = OffsetTable(FeatureIds(2**20), 2)
+    small = OffsetTable(FeatureIds(2**20), 2, max_tokens=50)
+    for start in range(0, 400, 40):
+        tokens = [f"w{i}" for i in range(start, start + 60)] + ["w0", "w1"]
+        assert np.array_equal(small.rows(tokens), big.rows(tokens))
+
+
+HREFS = [
+    "/wiki/Physics",
+    "/wiki/Physics#History",
+    "  /wiki/Physics  ",
+    "/a/./b/../c",
+    "/a/b?x=1&y=2#f",
+    "/;params?q",
+    "/",
+    "/%7Euser/ space",
+    "/\t/evil.test/x",  # urlsplit drops the tab: //evil.test/x names another host
+    "/\n/x",
+    "//other.test/p",
+    "relative/path",
+    "../up",
+    "?only=query",
+    "#frag",
+    "",
+    "http://abs.test/x",
+    "HTTPS://Abs.test/Y",
+    "mailto:a@b.test",
+    "javascript:void(0)",
+    "http://[ffff/x",  # urljoin refuses it: dropped and counted
+]
+BASES = [
+    "http://one.test/dir/page.html?q=1",
+    "https://one.test/other/",
+    "http://two.test:8080/x/y",
+    "HTTP://Three.test",
+    "http://user:pw@one.test/a",
+]
+
+
+def _page(base_href: str = "") -> str:
+    head = f'<base href="{base_href}">' if base_href else ""
+    anchors = "".join(f'<a href="{h}">link {i}</a> ' for i, h in enumerate(HREFS))
+    return f"<html><head>{head}</head><body><p>{anchors}</p></body></html>"
+
+
+def _reference(parsed_links: list[str], base: str) -> tuple[list[str | None], int]:
+    out: list[str | None] = []
+    bad = 0
+    for href in parsed_links:
+        try:
+            out.append(_resolve(base, href))
+        except ValueError:
+            out.append(None)
+            bad += 1
+    return out, bad
+
+
+@pytest.mark.parametrize("base_href", ["", "/moved/here/", "https://four.test/b/"])
+def test_links_resolved_with_the_memo_across_pages_are_urljoins(base_href: str) -> None:
+    features._rooted.clear()
+    for rounds in range(2):  # the second time every root-relative href comes from the memo
+        for base in BASES:
+            parsed = parse_page(_page(base_href))
+            hrefs = [href for href, _, _ in parsed.links]
+            assert len(hrefs) == len(HREFS)
+            got = resolve_links(parsed, base)
+            effective = base.partition("#")[0]
+            if base_href:
+                from urllib.parse import urljoin
+
+                effective = urljoin(effective, base_href).partition("#")[0]
+            want, bad = _reference(hrefs, effective)
+            assert got == want, (rounds, base)
+            assert parsed.bad_links == bad
+    assert features._rooted  # the memo was used
+    # the tab and newline hrefs are never taken from the memo: urlsplit makes them name another host
+    assert not any("\t" in href or "\n" in href for _, href in features._rooted)
+
+
+def test_the_resolution_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(features, "ROOTED_MEMO", 5)
+    features._rooted.clear()
+    parsed = parse_page("".join(f'<a href="/p{i}">x</a>' for i in range(40)))
+    assert resolve_links(parsed, "http://h.test/") == [f"http://h.test/p{i}" for i in range(40)]
+    assert 0 < len(features._rooted) <= 5
+
+
+@pytest.mark.parametrize("k", [0, 2, 3])
+def test_a_page_of_far_apart_ids_encodes_to_the_bytes_of_each_payload(k: int) -> None:
+    rng = np.random.default_rng(k)
+    payloads = []
+    for size in rng.integers(0, 60, 50).tolist():
+        ids = np.sort(rng.integers(0, 2**20, size)).astype(np.int32)  # gaps beyond 2 bytes: the plain kind
+        payloads.append(LinkPayload(ids, rng.random(k).astype(np.float32) if k else None))
+    payloads.append(LinkPayload(np.arange(0, 50, 3, dtype=np.int32), np.ones(k, np.float32) if k else None))
+    together = encode_payloads(payloads)
+    assert together == [encode_payload(p) for p in payloads]
+    assert {b[:1] for b in together} == {b"L", b"D"}
