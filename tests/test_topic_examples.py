@@ -15,7 +15,7 @@ import pytest
 
 from focused.cli import main
 from focused.crawldb import iter_pages
-from focused.learning.critic.examples import THRESHOLD, train_examples_critic
+from focused.learning.critic.examples import MAX_LEVEL, MIN_LEVEL, THRESHOLD, train_examples_critic
 from focused.learning.critic.load import load_critic
 from focused.page.text import html_to_text
 from tests.commands import scrapy_crawl
@@ -87,7 +87,9 @@ def test_the_model_file_keeps_the_scaled_verdict(tmp_path, background):
     before = [trained.critic.judge(t, topic).relevance for t in pages]
     after = [loaded.judge(t, topic).relevance for t in pages]
     assert np.allclose(before, after, atol=1e-5)
-    assert loaded.head.pu_c == pytest.approx(trained.report.c)
+    assert loaded.metadata["topic_from_examples"]["level"] == pytest.approx(trained.report.level)
+    # the threshold: Pr(topic) = 0.5 falls at the report's percentile of the background
+    assert MIN_LEVEL <= trained.report.level <= MAX_LEVEL
 
 
 def test_examples_like_the_background_get_the_one_line_warning(background):
@@ -212,6 +214,26 @@ def test_a_crawl_from_examples_trains_once_and_judges_pages(tmp_path, background
     assert min(astronomy) >= THRESHOLD and max(cooking) < THRESHOLD
 
 
+def test_a_crawl_from_a_folder_of_examples_judges_the_site(tmp_path, background):
+    """``-a examples=DIR`` (saved pages, no URLs) with ``-a seeds=``: the site's astronomy pages are on topic,
+    its cooking pages off it, in the crawl's own verdicts."""
+    with LocalServer(site_pages()) as web:
+        result = scrapy_crawl(
+            "-a", f"examples={DATA / 'astronomy'}", "-a", f"seeds={web.url}/cooking/{COOKING_PAGES[0].name}",
+            "-a", "max_pages=20", "-a", "strategy=baseline",
+            "-s", f"FOCUSED_EXAMPLES_BACKGROUND={background}", "-s", f"FOCUSED_EXAMPLES_CACHE={tmp_path / 'cache'}",
+            "-s", f"FOCUSED_ALLOW_INTERNAL={web.allow}", "-s", "CONCURRENT_REQUESTS=2",
+            "-s", f"FOCUSED_DB={tmp_path / 'crawl.sqlite'}", timeout=180,
+        )  # fmt: skip
+    assert result.returncode == 0, result.stderr[-3000:]
+    assert "trained a critic from 14 examples" in result.stderr and "'astronomy': warning:" not in result.stderr
+    pages = list(iter_pages(tmp_path / "crawl.sqlite"))
+    astronomy = [p.relevance for p in pages if "/astronomy/" in p.url]
+    cooking = [p.relevance for p in pages if "/cooking/" in p.url]
+    assert len(astronomy) >= 5 and len(cooking) >= 5
+    assert min(astronomy) >= THRESHOLD and max(cooking) < THRESHOLD
+
+
 @pytest.mark.parametrize(
     ("examples", "extra", "message"),
     [
@@ -236,3 +258,21 @@ def test_a_crawl_with_an_unreachable_example_url_stops_with_one_line(tmp_path, b
         proc = scrapy_crawl(*args, "-s", f"FOCUSED_EXAMPLES_BACKGROUND={background}", "-s", "FOCUSED_DB=", timeout=180)
     assert proc.returncode == 1
     assert "HTTP 404" in proc.stderr and "Traceback" not in proc.stderr
+
+
+# ---------------------------------------------------------------------- the default background
+
+
+def test_astronomy_against_the_default_background_judges_its_pages_and_not_cooking(tmp_path, capsys):
+    """The issue's case: the 14 astronomy pages with the default background (WebKB and Wikipedia, whose
+    astronomy articles are unlabelled there): every astronomy page on topic, every cooking page off it."""
+    from focused.corpora import corpora_dir
+
+    if not (corpora_dir() / "webkb-dev.tar.gz").exists() or not (corpora_dir() / "wikispeedia.tar.gz").exists():
+        pytest.skip(f"no corpora at {corpora_dir()}")
+    out = tmp_path / "astronomy.npz"
+    assert main(["train-topic", "--positive", str(DATA / "astronomy"), "--out", str(out)]) == 0
+    printed = capsys.readouterr().out
+    assert "of 14 positives" in printed and "(webkb, wiki)" in printed and "warning" not in printed, printed
+    assert verdicts(out, "astronomy", ASTRONOMY).min() >= THRESHOLD
+    assert verdicts(out, "astronomy", COOKING_PAGES).max() < THRESHOLD

@@ -55,7 +55,7 @@ DEFAULT_FOLDS = 5
 #: Fewer positives than this cannot be held out and judged (each fold needs one).
 MIN_POSITIVES = 2
 #: Identifies the training recipe: a cached critic of another recipe is retrained.
-RECIPE = "pu-elkan-noto/v1"
+RECIPE = "pu-percentile/v3"
 #: Inverse L2 strength of the regression (scikit-learn's C): chosen on the astronomy case (docs/topic.md).
 REGULARISATION = 1.0
 #: The positives' total weight against the unlabelled pages' (1: balanced).
@@ -65,6 +65,11 @@ MIN_ACCEPTED = 0.8
 MAX_BACKGROUND_ACCEPTED = 0.05
 #: Verdicts at or above this are on topic (the crawl's FOCUSED_RELEVANCE_THRESHOLD default).
 THRESHOLD = 0.5
+#: The threshold's percentile among the background's scores: the lowest that keeps ``MIN_ACCEPTED`` of the
+#: held-out examples, but never below MIN_LEVEL (at most 1 − MIN_LEVEL of the background accepted) nor above
+#: MAX_LEVEL (the background holds pages of the topic too: a threshold above all of it would reject them).
+MIN_LEVEL = 0.8
+MAX_LEVEL = 0.99
 
 
 @dataclass(frozen=True)
@@ -74,9 +79,10 @@ class HoldoutReport:
     folds: int
     positives: int
     background: int
-    #: Elkan and Noto's c: mean g over held-out positives
+    #: Elkan and Noto's c: mean g over held-out positives (for the record: the verdict does not divide by it)
     c: float
-    #: share of held-out positives with Pr(topic) >= 0.5, and of held-out background pages
+    #: share of held-out positives, and of held-out background pages, at or above the threshold, each fold's
+    #: threshold chosen without its positives
     accepted: float
     background_accepted: float
     #: ROC AUC of held-out positives against held-out background, and the positives' median rank among them
@@ -85,6 +91,9 @@ class HoldoutReport:
     median_percentile: float
     #: the examples the final model judges off topic (it trained on them)
     own_rejected: int
+    #: the threshold's percentile among the background's scores
+    level: float = MIN_LEVEL
+    #: each held-out positive's percentile among the background
     held_out: list[float] = field(default_factory=list, repr=False)
 
     def lines(self) -> list[str]:
@@ -93,9 +102,9 @@ class HoldoutReport:
             f"held out ({self.folds}-fold): {self.accepted:.0%} of {self.positives} positives and "
             f"{self.background_accepted:.1%} of {self.background} background pages get Pr(topic) >= {THRESHOLD}; "
             f"ROC AUC {self.auc:.3f}",
-            f"held-out positives rank above {self.median_percentile:.1%} of the background (median); "
-            f"c = {self.c:.3f}; the final model accepts {self.positives - self.own_rejected} of its "
-            f"{self.positives} examples",
+            f"held-out positives rank above {self.median_percentile:.1%} of the background (median); threshold "
+            f"at the background's {100 * self.level:.1f}th percentile; the final model accepts "
+            f"{self.positives - self.own_rejected} of its {self.positives} examples",
         ]
         warning = self.warning()
         return [*out, warning] if warning else out
@@ -109,9 +118,10 @@ class HoldoutReport:
             )
         if self.background_accepted > MAX_BACKGROUND_ACCEPTED:
             return (
-                f"warning: the critic cannot tell the examples from other pages (it accepts "
-                f"{self.background_accepted:.0%} of the background, ROC AUC {self.auc:.2f}): give examples of one "
-                "topic, more of them, or --negative pages"
+                f"warning: the critic accepts {self.background_accepted:.0%} of the background to keep "
+                f"{self.accepted:.0%} of held-out examples (ROC AUC {self.auc:.2f}): the examples are hard to tell "
+                "from other pages, or the background holds many of the topic; give more examples, of one topic, "
+                "or --negative pages"
             )
         if self.accepted < MIN_ACCEPTED:
             return (
@@ -132,6 +142,7 @@ class HoldoutReport:
             "auc": self.auc,
             "median_percentile": self.median_percentile,
             "own_rejected": self.own_rejected,
+            "level": self.level,
         }
 
 
@@ -201,19 +212,41 @@ def train_examples_critic(
     k = max(2, min(folds, n_pos))
     fold = _folds(n_pos, len(bg) + len(neg), k, seed)  # keyword page: fold -1, always trained on
     fold_all = np.concatenate([fold[:n_pos], np.full(n_extra, -1), fold[n_pos:]])
+    is_bg = np.zeros(len(texts), dtype=bool)
+    is_bg[n_pos + n_extra : n_pos + n_extra + len(bg)] = True
     held = np.zeros(len(texts))
+    pos_fold = fold[:n_pos]
     for f in range(k):
         train = fold_all != f
         model = _fit(X[train], labelled[train], weights[train], seed)
-        held[fold_all == f] = model.posteriors(X[fold_all == f])[:, 1]
-    g_pos, g_bg = held[:n_pos], held[n_pos + n_extra : n_pos + n_extra + len(bg)]
-    c = float(np.clip(g_pos.mean(), 1e-6, 1.0))
+        held[fold_all == f] = model.scores(X[fold_all == f])
+    # every page scored by a model that did not train on it: the final model meets only pages it did not
+    # train on in a crawl, and scores the background it trained on lower than unseen pages like them (on a
+    # small background, far lower), so the threshold is a percentile of the held-out background's scores
+    held_bg = np.sort(held[is_bg])
+    percentile = _percentile(held_bg, held[:n_pos])
+    level = _level(percentile)
+    # the rule judged on pages it did not choose from: each fold's threshold from the other folds' positives,
+    # at that level of the other folds' held-out background, applied to the fold's held-out pages
+    accepted = np.zeros(n_pos, dtype=bool)
+    bg_accepted = []
+    bg_fold = fold_all[is_bg]
+    for f in range(k):
+        others_bg = np.sort(held[is_bg][bg_fold != f])
+        others_pos = held[:n_pos][pos_fold != f]
+        cut_f = _cut(others_bg, others_pos, _level(_percentile(others_bg, others_pos)))
+        accepted[pos_fold == f] = held[:n_pos][pos_fold == f] >= cut_f
+        bg_accepted.append(held[is_bg & (fold_all == f)] >= cut_f)
+    background_accepted = float(np.mean(np.concatenate(bg_accepted)))
 
     final = _fit(X, labelled, weights, seed)
+    own = final.scores(X[:n_pos])
+    cut = _cut(held_bg, held[:n_pos], level)
     topic_first = name < BACKGROUND  # the critic's classes are sorted
-    head = _as_head(final, c, topic_index=0 if topic_first else 1)
-    own = np.clip(final.posteriors(X[:n_pos])[:, 1] / c, 0.0, 1.0)
-    report = _report(k, g_pos / c, g_bg / c, c, int(np.sum(own < THRESHOLD)))
+    head = _as_head(final, cut, topic_index=0 if topic_first else 1)
+    report = _report(
+        k, percentile, accepted, background_accepted, len(bg), level, held[:n_pos], held[is_bg], int(np.sum(own < cut))
+    )
     info = {"recipe": RECIPE, "negatives": len(neg), "keywords": list(keywords or ()), **report.to_dict()}
     meta = dict(metadata or {})
     meta["topic_from_examples"] = {**meta.get("topic_from_examples", {}), **info}
@@ -257,7 +290,9 @@ def _naive_bayes(
         "alpha": DEFAULT_ALPHA,
         "n_features": n_features,
         "calibration": {"method": "length", "holdout": len(held), **stats},
-        "verdict_head": {"model": f"positive-unlabelled logistic regression, tf-idf ({RECIPE})", "c": head.pu_c},
+        "verdict_head": {
+            "model": f"positive-unlabelled logistic regression, tf-idf, threshold at a background percentile ({RECIPE})"
+        },
         "seed": seed,
     }
     return Critic(
@@ -298,6 +333,11 @@ class _Model:
     def posteriors(self, X: sp.csr_matrix) -> np.ndarray:
         return self.head.posteriors(X)
 
+    def scores(self, X: sp.csr_matrix) -> np.ndarray:
+        """The regression's log-odds that a page is an example (monotone in g)."""
+        g = np.clip(self.posteriors(X)[:, 1], 1e-12, 1.0 - 1e-12)
+        return np.log(g) - np.log1p(-g)
+
 
 def _fit(X: sp.csr_matrix, y: np.ndarray, weights: np.ndarray, seed: int) -> _Model:
     from sklearn.linear_model import LogisticRegression
@@ -320,30 +360,79 @@ def _fit(X: sp.csr_matrix, y: np.ndarray, weights: np.ndarray, seed: int) -> _Mo
     return _Model(VerdictHead(sp.csr_matrix(coef, dtype=np.float32), intercept, idf, idf_unseen, 1.0 / REGULARISATION))
 
 
-def _as_head(model: _Model, c: float, *, topic_index: int) -> VerdictHead:
-    """The fitted regression as the critic's verdict head: rows in the critic's class order, scaled by c."""
+def _as_head(model: _Model, cut: float, *, topic_index: int) -> VerdictHead:
+    """The fitted regression as the critic's verdict head: rows in the critic's class order, its intercept
+    shifted by the threshold ``cut`` (log-odds) so that Pr(topic) = sigmoid(score − cut) is 0.5 there."""
     head = model.head
     order = [1, 0] if topic_index == 0 else [0, 1]  # row 1 of the fit is the topic
     coef = sp.csr_matrix(head.coef[order])
-    return VerdictHead(coef, head.intercept[order], head.idf, head.idf_unseen, head.alpha, c, topic_index)
+    intercept = head.intercept + np.array([cut, -cut])  # row 1 (topic) − cut, row 0 its negation
+    return VerdictHead(coef, intercept[order], head.idf, head.idf_unseen, head.alpha, 1.0, topic_index)
 
 
-def _report(k: int, pos: np.ndarray, bg: np.ndarray, c: float, own_rejected: int) -> HoldoutReport:
-    """The held-out figures of Pr(topic) = g / c of held-out positives ``pos`` and background ``bg``."""
-    sorted_bg = np.sort(bg)
-    # each positive's share of background pages below it (ties count half): its percentile, and the AUC
-    below = np.searchsorted(sorted_bg, pos, side="left")
-    ties = np.searchsorted(sorted_bg, pos, side="right") - below
-    percentile = (below + ties / 2.0) / max(1, len(bg))
+def _percentile(sorted_scores: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The share of ``sorted_scores`` below each of ``x`` (ties count half)."""
+    below = np.searchsorted(sorted_scores, x, side="left")
+    ties = np.searchsorted(sorted_scores, x, side="right") - below
+    return (below + ties / 2.0) / max(1, len(sorted_scores))
+
+
+def _level(percentiles: np.ndarray) -> float:
+    """The background percentile of the threshold, from the held-out positives' percentiles.
+
+    Lee and Liu's criterion for positive-unlabelled data (ICML 2003): the threshold that maximises
+    recall² / Pr(accepted), recall measured on held-out positives and Pr(accepted) on the unlabelled
+    background (1 − level), which is proportional to precision × recall without knowing which background
+    pages are on topic. Kept within [``MIN_LEVEL``, ``MAX_LEVEL``]."""
+    if not len(percentiles):
+        return MIN_LEVEL
+    candidates = np.clip(np.unique(percentiles), MIN_LEVEL, MAX_LEVEL)
+    recall = np.array([np.mean(percentiles >= level) for level in candidates])
+    score = recall**2 / np.maximum(1.0 - candidates, 1e-3)
+    return float(candidates[int(np.argmax(score))])
+
+
+def _cut(sorted_bg: np.ndarray, positives: np.ndarray, level: float) -> float:
+    """The threshold: percentile ``level`` of the background's scores ``sorted_bg``, raised to the middle of
+    the gap between the lowest held-out positive above it and the highest background score below that
+    positive. Moving the cut up through that gap loses no held-out positive and accepts fewer background
+    pages, and its middle keeps a margin on both sides: a page with a few of the topic's words, scoring a
+    little above the background, stays off topic when the examples score far above it."""
+    at = float(np.quantile(sorted_bg, level))
+    above = positives[positives >= at]
+    if not len(above):
+        return at
+    lowest = float(above.min())
+    below = sorted_bg[sorted_bg < lowest]
+    if not len(below):
+        return at
+    return max(at, (float(below[-1]) + lowest) / 2.0)
+
+
+def _report(
+    k: int,
+    percentile: np.ndarray,
+    accepted: np.ndarray,
+    background_accepted: float,
+    n_background: int,
+    level: float,
+    pos: np.ndarray,
+    bg: np.ndarray,
+    own_rejected: int,
+) -> HoldoutReport:
+    """The held-out figures: positives' percentiles among the background, the rule's acceptance, and the
+    fold models' ROC AUC of held-out positives (scores ``pos``) against held-out background (``bg``)."""
+    g = 1.0 / (1.0 + np.exp(-pos))
     return HoldoutReport(
         folds=k,
         positives=len(pos),
-        background=len(bg),
-        c=c,
-        accepted=float(np.mean(np.minimum(pos, 1.0) >= THRESHOLD)),
-        background_accepted=float(np.mean(np.minimum(bg, 1.0) >= THRESHOLD)) if len(bg) else 0.0,
-        auc=float(percentile.mean()),
+        background=n_background,
+        c=float(np.clip(g.mean(), 1e-6, 1.0)),
+        accepted=float(np.mean(accepted)),
+        background_accepted=background_accepted,
+        auc=float(_percentile(np.sort(bg), pos).mean()),
         median_percentile=float(np.median(percentile)),
         own_rejected=own_rejected,
-        held_out=[float(x) for x in np.minimum(pos, 1.0)],
+        level=level,
+        held_out=[float(x) for x in percentile],
     )
