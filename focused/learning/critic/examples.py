@@ -3,24 +3,28 @@
 Scrapy-free. The user brings example pages of their topic (the positives) and the crawler brings a
 background of other pages (WebKB and Wikipedia by default). The background is not a set of negatives:
 it holds pages about the user's topic too (Wikipedia's astronomy articles when the topic is astronomy),
-so a classifier of positives against background learns *labelled against unlabelled*. Elkan and Noto
-(KDD 2008) show that such a classifier's g(x) = Pr(labelled | x) is c · Pr(topic | x), where
-c = Pr(labelled | topic) is the mean of g over positives it did not train on; hence
+so a classifier of positives against background learns *labelled against unlabelled*: its ranking
+is what it learnt, and where to cut it is the question. Here the classifier is a logistic regression on the
+sublinear tf-idf of the page's hashed words (its visible text, which starts with its title), the positives
+weighted to balance the background (the background's size says nothing of how common the topic is). Every
+page is scored by a model of a k-fold cross-validation that did not train on it; the cut is the percentile
+of the held-out background scores that maximises Lee and Liu's recall² / Pr(accepted) (ICML 2003; recall on
+the held-out positives), kept within [MIN_LEVEL, MAX_LEVEL] and raised to the middle of the gap below the
+lowest held-out positive above it. The final model, trained on everything, gives
 
-    Pr(topic | page) = min(1, g(page) / c)
+    Pr(topic | page) = sigmoid(score(page) − cut),
 
-and Pr(topic | page) ≥ 0.5 means on topic. Here g is a logistic regression on the sublinear tf-idf of
-the page's hashed words (its visible text, which starts with its title), the positives weighted to
-balance the background (the background's size says nothing of how common the topic is), and c is
-estimated by k-fold cross-validation over the positives (and the background, for the report).
+so Pr(topic | page) ≥ 0.5 means on topic. (Elkan and Noto's g / c, KDD 2008, was the first version: with a
+few examples the cross-validated c was small and g / c accepted most pages.)
+
 Optional negatives (pages known to be off topic) join the unlabelled side with the positives'
 weight; optional keywords are one more positive page, always trained on, never held out.
 
 What :func:`train_examples_critic` returns is an ordinary two-class naive Bayes
 :class:`~focused.learning.critic.naive_bayes.Critic` (the topic and ``background``, equal priors:
-the parent view of a page's links and the anchor view) whose verdict head is that scaled regression
-(:class:`~focused.learning.critic.verdict_head.VerdictHead` with ``pu_c``): the crawl, the report and
-the apprentice read it as any critic, from one model file of plain arrays.
+the parent view of a page's links and the anchor view) whose verdict head is that regression
+(:class:`~focused.learning.critic.verdict_head.VerdictHead`, its intercept shifted by the cut): the crawl,
+the report and the apprentice read it as any critic, from one model file of plain arrays.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ logger = logging.getLogger(__name__)
 
 #: The class name of everything else.
 BACKGROUND = "background"
-#: Folds of the cross-validation that estimates c and the held-out report.
+#: Folds of the cross-validation that places the threshold and gives the held-out report.
 DEFAULT_FOLDS = 5
 #: Fewer positives than this cannot be held out and judged (each fold needs one).
 MIN_POSITIVES = 2
@@ -65,9 +69,9 @@ MIN_ACCEPTED = 0.8
 MAX_BACKGROUND_ACCEPTED = 0.05
 #: Verdicts at or above this are on topic (the crawl's FOCUSED_RELEVANCE_THRESHOLD default).
 THRESHOLD = 0.5
-#: The threshold's percentile among the background's scores: the lowest that keeps ``MIN_ACCEPTED`` of the
-#: held-out examples, but never below MIN_LEVEL (at most 1 − MIN_LEVEL of the background accepted) nor above
-#: MAX_LEVEL (the background holds pages of the topic too: a threshold above all of it would reject them).
+#: Bounds of the threshold's percentile among the held-out background scores: never below MIN_LEVEL (at most
+#: 1 − MIN_LEVEL of the background accepted) nor above MAX_LEVEL (the background holds pages of the topic too: a
+#: threshold above all of it would reject them).
 MIN_LEVEL = 0.8
 MAX_LEVEL = 0.99
 
@@ -183,7 +187,7 @@ def train_examples_critic(
     examples
         URLs of the examples: the model keeps them as the topic's seeds.
     folds
-        Folds of the cross-validation that estimates c (at most one per positive).
+        Folds of the cross-validation that places the threshold (at most one per positive).
 
     Raises
     ------
