@@ -249,7 +249,7 @@ def train_examples_critic(
     topic_first = name < BACKGROUND  # the critic's classes are sorted
     head = _as_head(final, cut, topic_index=0 if topic_first else 1)
     report = _report(
-        k, percentile, accepted, background_accepted, len(bg), level, held[:n_pos], held[is_bg], int(np.sum(own < cut))
+        k, percentile, accepted, background_accepted, level, held[:n_pos], held[is_bg], int(np.sum(own < cut))
     )
     info = {"recipe": RECIPE, "negatives": len(neg), "keywords": list(keywords or ()), **report.to_dict()}
     meta = dict(metadata or {})
@@ -418,7 +418,6 @@ def _report(
     percentile: np.ndarray,
     accepted: np.ndarray,
     background_accepted: float,
-    n_background: int,
     level: float,
     pos: np.ndarray,
     bg: np.ndarray,
@@ -430,7 +429,7 @@ def _report(
     return HoldoutReport(
         folds=k,
         positives=len(pos),
-        background=n_background,
+        background=len(bg),
         c=float(np.clip(g.mean(), 1e-6, 1.0)),
         accepted=float(np.mean(accepted)),
         background_accepted=background_accepted,
