@@ -65,17 +65,12 @@ class MemoryStore:
                 self.heap.restore_entry(entry)
 
     def rescore(self, rescorer: Rescorer) -> int:
-        return self.heap.rescore(
-            lambda entries: rescorer(
-                [e.payloads if None not in e.payloads else [p for p in e.payloads if p is not None] for e in entries]
-            )
-        )
+        return self.heap.rescore(lambda entries: rescorer([_live_payloads(e) for e in entries]))
 
     def rescore_start(self) -> MemoryRescore:
         """A background re-score of the entries waiting now (their parents' payloads copied, not decoded)."""
         entries = list(self.heap)
-        payloads = [e.payloads.copy() if None not in e.payloads else [p for p in e.payloads if p is not None]
-                    for e in entries]  # fmt: skip
+        payloads = [_live_payloads(e, copy=True) for e in entries]
         job = MemoryRescore(self, entries, payloads)
         self._jobs.append(job)
         return job
@@ -116,6 +111,14 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
+
+
+def _live_payloads(entry: Entry[Any], *, copy: bool = False) -> list[Any]:
+    """An entry's parents' payloads without the ``None`` of parents that left none (a copy with ``copy``: a
+    background re-score reads them in a thread while pushes may append to the entry's list)."""
+    if None in entry.payloads:
+        return [p for p in entry.payloads if p is not None]
+    return entry.payloads.copy() if copy else entry.payloads
 
 
 class MemoryRescore:
