@@ -75,7 +75,7 @@ def test_the_critic_accepts_its_examples_and_rejects_other_pages(background):
     cooking = [critic.judge(t, topic).relevance for t in texts(COOKING_PAGES)]
     assert min(own) >= THRESHOLD and max(cooking) < THRESHOLD
     assert report.own_rejected == 0 and report.positives == len(ASTRONOMY) and report.warning() is None
-    assert 0 < report.c <= 1 and report.background_accepted <= 0.05
+    assert report.background_accepted <= 0.05
 
 
 def test_the_model_file_keeps_the_scaled_verdict(tmp_path, background):
@@ -112,6 +112,30 @@ def test_train_topic_from_files_prints_the_holdout_report(tmp_path, background, 
     assert "held out (5-fold):" in printed and "of 14 positives" in printed and "warning" not in printed
     assert verdicts(out, "astronomy", ASTRONOMY).min() >= THRESHOLD
     assert verdicts(out, "astronomy", COOKING_PAGES).max() < THRESHOLD
+
+
+def test_the_link_views_rank_the_topic_first(tmp_path, background, capsys):
+    """The views that order a crawl before the apprentice learns, from a model `focused train-topic` wrote: the
+    parent view of a page's links ranks the examples above the background and the cooking pages, and the anchor
+    view ranks anchors of the topic above anchors of cooking (with the smoothing of a taxonomy critic, 0.1,
+    cooking anchors outranked astronomy ones: 7 of the 12 pairs below in order)."""
+    from sklearn.metrics import roc_auc_score
+
+    out = tmp_path / "astronomy.npz"
+    args = ["train-topic", "--positive", str(DATA / "astronomy"), "--background", str(background), "--out", str(out)]
+    assert main(args) == 0, capsys.readouterr().err
+    critic = load_critic(out)
+    topic = critic.resolve_topic("astronomy")
+
+    def parent(files: list[Path]) -> np.ndarray:
+        return np.array([critic.judge(t, topic).parent_view for t in texts(files)])
+
+    examples, others = parent(ASTRONOMY), parent(sorted(background.glob("*.html")))
+    assert examples.min() > np.quantile(others, 0.9) and examples.min() > parent(COOKING_PAGES).max()
+    sky = ["the solar system", "planets and their moons", "the telescope"]
+    food = ["bread", "how to roast a chicken", "olive oil and garlic", "chocolate cake recipe"]
+    anchors = critic.snippet_relevance(sky + food, topic)
+    assert roc_auc_score([1] * len(sky) + [0] * len(food), anchors) >= 0.8
 
 
 def test_train_topic_with_negatives_and_keywords(tmp_path, background, capsys):

@@ -22,7 +22,9 @@ weight; optional keywords are one more positive page, always trained on, never h
 
 What :func:`train_examples_critic` returns is an ordinary two-class naive Bayes
 :class:`~focused.learning.critic.naive_bayes.Critic` (the topic and ``background``, equal priors:
-the parent view of a page's links and the anchor view) whose verdict head is that regression
+the parent view of a page's links and the anchor view, which order the crawl until the apprentice
+switches in; smoothed with :data:`NB_ALPHA`, less than a taxonomy critic's, since the topic's side has
+only the examples' words, a few hundred or thousand) whose verdict head is that regression
 (:class:`~focused.learning.critic.verdict_head.VerdictHead`, its intercept shifted by the cut): the crawl,
 the report and the apprentice read it as any critic, from one model file of plain arrays.
 """
@@ -44,6 +46,7 @@ __all__ = [
     "BACKGROUND",
     "DEFAULT_FOLDS",
     "MIN_POSITIVES",
+    "NB_ALPHA",
     "RECIPE",
     "HoldoutReport",
     "TopicCritic",
@@ -59,7 +62,7 @@ DEFAULT_FOLDS = 5
 #: Fewer positives than this cannot be held out and judged (each fold needs one).
 MIN_POSITIVES = 2
 #: Identifies the training recipe: a cached critic of another recipe is retrained.
-RECIPE = "pu-percentile/v3"
+RECIPE = "pu-percentile/v4"
 #: Inverse L2 strength of the regression (scikit-learn's C): chosen on the astronomy case (docs/topic.md).
 REGULARISATION = 1.0
 #: The positives' total weight against the unlabelled pages' (1: balanced).
@@ -74,6 +77,10 @@ THRESHOLD = 0.5
 #: threshold above all of it would reject them).
 MIN_LEVEL = 0.8
 MAX_LEVEL = 0.99
+#: Additive smoothing of the naive Bayes part (the parent and anchor views of links), a third of a taxonomy
+#: critic's: chosen on simulated crawls of three WebKB universities and checked by the bench's crawls of two
+#: (docs/results.md, "Topics from examples").
+NB_ALPHA = 0.03
 
 
 @dataclass(frozen=True)
@@ -83,8 +90,6 @@ class HoldoutReport:
     folds: int
     positives: int
     background: int
-    #: Elkan and Noto's c: mean g over held-out positives (for the record: the verdict does not divide by it)
-    c: float
     #: share of held-out positives, and of held-out background pages, at or above the threshold, each fold's
     #: threshold chosen without its positives
     accepted: float
@@ -140,7 +145,6 @@ class HoldoutReport:
             "folds": self.folds,
             "positives": self.positives,
             "background": self.background,
-            "c": self.c,
             "accepted": self.accepted,
             "background_accepted": self.background_accepted,
             "auc": self.auc,
@@ -271,10 +275,10 @@ def _naive_bayes(
     examples: list[str],
     head: VerdictHead,
 ) -> Critic:
-    """The two-class naive Bayes critic (equal priors: the background's size is arbitrary) on the counts
-    ``X`` already read, length-calibrated as :meth:`Critic.train` does, with ``head`` as its verdict."""
+    """The two-class naive Bayes critic (equal priors: the background's size is arbitrary; smoothing
+    :data:`NB_ALPHA`) on the counts ``X`` already read, length-calibrated as :meth:`Critic.train` does, with
+    ``head`` as its verdict."""
     from focused.learning.critic.calibration import HOLDOUT_FRACTION, fit_length_scale, stratified_split
-    from focused.learning.critic.naive_bayes import DEFAULT_ALPHA
 
     classes = sorted([name, BACKGROUND])
     y = np.where(labelled == 1, classes.index(name), classes.index(BACKGROUND))
@@ -285,13 +289,13 @@ def _naive_bayes(
         return sp.csr_matrix(onehot @ X[rows], dtype=np.float32)
 
     fit, held = stratified_split(y, HOLDOUT_FRACTION, seed)
-    part = Critic(classes, np.ones(2), counts(fit), alpha=DEFAULT_ALPHA, n_features=n_features)
+    part = Critic(classes, np.ones(2), counts(fit), alpha=NB_ALPHA, n_features=n_features)
     loglik, lengths = part._log_likelihood(X[held])
     length_scale, stats = fit_length_scale(part.class_log_prior_, loglik, lengths, y[held])
     meta = dict(metadata)
     meta["critic"] = {
         "n_documents": len(y),
-        "alpha": DEFAULT_ALPHA,
+        "alpha": NB_ALPHA,
         "n_features": n_features,
         "calibration": {"method": "length", "holdout": len(held), **stats},
         "verdict_head": {
@@ -303,7 +307,7 @@ def _naive_bayes(
         classes,
         np.ones(2),
         counts(np.arange(len(y))),
-        alpha=DEFAULT_ALPHA,
+        alpha=NB_ALPHA,
         n_features=n_features,
         length_scale=length_scale,
         metadata=meta,
@@ -425,12 +429,10 @@ def _report(
 ) -> HoldoutReport:
     """The held-out figures: positives' percentiles among the background, the rule's acceptance, and the
     fold models' ROC AUC of held-out positives (scores ``pos``) against held-out background (``bg``)."""
-    g = 1.0 / (1.0 + np.exp(-pos))
     return HoldoutReport(
         folds=k,
         positives=len(pos),
         background=len(bg),
-        c=float(np.clip(g.mean(), 1e-6, 1.0)),
         accepted=float(np.mean(accepted)),
         background_accepted=background_accepted,
         auc=float(_percentile(np.sort(bg), pos).mean()),
