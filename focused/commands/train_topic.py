@@ -21,11 +21,14 @@ import re
 import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from focused.cli import positive_int
 from focused.commands.markines import fail
-from focused.core.examples import BACKGROUNDS, Examples, read_examples, topic_name, train_topic
 from focused.errors import ConfigError
+
+if TYPE_CHECKING:
+    from focused.core.examples import Examples
 
 logger = logging.getLogger(__name__)
 
@@ -100,7 +103,9 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _run(args: argparse.Namespace) -> int:
+    # here, not at the top: `focused --help` and every other command import this module
     from focused.addresses import AddressPolicy, AllowListError
+    from focused.core.examples import BACKGROUNDS, topic_name, train_topic
 
     out = Path(args.out)
     name = topic_name("", args.name or out.name.split(".")[0])
@@ -156,6 +161,7 @@ def _file_background(sources: list[str]) -> Iterator[tuple[str, str]]:
 def read_positives(specs: list[str], sources: list[str], policy: object) -> Examples:
     """The example pages of ``specs``; with ``sources`` their URLs are looked up there instead of fetched."""
     from focused.addresses import AddressPolicy
+    from focused.core.examples import Examples, read_examples
 
     assert isinstance(policy, AddressPolicy)
     if not sources:

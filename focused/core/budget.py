@@ -33,7 +33,7 @@ from scrapy.exceptions import IgnoreRequest
 from scrapy.utils.defer import deferred_from_coro
 
 from focused.core.enginestate import engine_requests, take_queued_downloads
-from focused.core.sharedcount import SharedCount
+from focused.frontier.settings import uses_redis
 from focused.settings.access import setting
 
 if TYPE_CHECKING:
@@ -41,6 +41,8 @@ if TYPE_CHECKING:
 
     from scrapy import Request
     from scrapy.crawler import Crawler
+
+    from focused.core.sharedcount import SharedCount
 
 logger = logging.getLogger(__name__)
 
@@ -72,7 +74,7 @@ class PageBudget:
         budget = getattr(crawler, _ATTR, None)
         if budget is None:
             limit = setting(crawler.settings, "FOCUSED_MAX_PAGES")
-            budget = cls(crawler, limit, SharedCount.of(crawler) if limit > 0 else None)
+            budget = cls(crawler, limit, _shared_count(crawler) if limit > 0 else None)
             setattr(crawler, _ATTR, budget)
         return budget
 
@@ -158,3 +160,13 @@ class PageBudget:
         for request, waiting in queued:
             waiting.errback(IgnoreRequest(f"page budget reached: {request.url} not fetched"))
         return len(queued)
+
+
+def _shared_count(crawler: Crawler) -> SharedCount | None:
+    """The count shared by the workers of a Redis frontier (``None`` for any other frontier). Imported here:
+    it imports redis, which no other crawl needs at start-up."""
+    if not uses_redis(crawler.settings):
+        return None
+    from focused.core.sharedcount import SharedCount
+
+    return SharedCount.of(crawler)

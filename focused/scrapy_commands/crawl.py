@@ -35,18 +35,19 @@ from twisted.internet.defer import Deferred
 from twisted.python.failure import Failure
 
 from focused.errors import ConfigError
-from focused.learning.modelfile import ModelFileError
 from focused.settings.validation import ARGUMENT_SETTINGS, validate
 
 if TYPE_CHECKING:
     import argparse
 
+    from scrapy.settings import Settings
+
 logger = logging.getLogger("focused")
 
-#: Errors whose message is the whole story.
-USER_ERRORS = (ConfigError, ModelFileError)
 #: Why a crawl that started may have stopped early for a reason already logged (the exit code is then 1).
 FAILED_REASONS = ("frontier_unavailable", "crawldb_failed", "warc_failed")
+#: Scrapy's remote control extension (its module imports aiohttp's web server).
+REMOTE_CONTROL = "scrapy.extensions.remote_control.RemoteControl"
 
 
 class Command(ScrapyCrawlCommand):
@@ -67,6 +68,8 @@ class Command(ScrapyCrawlCommand):
     def process_options(self, args: list[str], opts: argparse.Namespace) -> None:
         """Check every argument and setting before Scrapy starts: a bad one is one line on stderr, exit 1."""
         super().process_options(args, opts)
+        if self.settings:
+            leave_out_remote_control(self.settings)
         if args[:1] != ["focused"] or not self.settings:
             return
         from focused.settings.scrapyd import SCRAPYD_ARGUMENTS, for_scrapyd
@@ -107,6 +110,7 @@ class Command(ScrapyCrawlCommand):
         if len(args) != 1:
             raise UsageError("give one spider name: scrapy crawl focused -a topic=...")
         assert self.crawler_process
+        import_tls_early()
         crawler = self._create_crawler(args[0])
         started = self.crawler_process.crawl(crawler, **opts.spargs)
         report_user_errors(started, scrapyd="_job" in opts.spargs)
@@ -130,6 +134,27 @@ class Command(ScrapyCrawlCommand):
             self.exitcode = 1
 
 
+def leave_out_remote_control(settings: Settings) -> None:
+    """With ``REMOTE_CONTROL_ENABLED`` off (the project's default), take Scrapy's remote control out of its
+    built-in extensions (``EXTENSIONS_BASE``): Scrapy would import it, and with it aiohttp's web server, only
+    to be told it is not configured. The crawl is the same and starts sooner; ``-s REMOTE_CONTROL_ENABLED=True``
+    keeps it. (``EXTENSIONS = {...: None}`` would not do: Scrapy imports every key of ``EXTENSIONS``.)"""
+    if settings.getbool("REMOTE_CONTROL_ENABLED"):
+        return
+    base = settings.getdict("EXTENSIONS_BASE")
+    if base.pop(REMOTE_CONTROL, None) is not None:
+        settings.set("EXTENSIONS_BASE", base, priority=settings.getpriority("EXTENSIONS_BASE") or "default")
+
+
+def import_tls_early() -> None:
+    """Import Scrapy's TLS context factory now, on a short stack, rather than let the HTTP download handler
+    import it deep in the engine's start. The module makes deprecated aliases with
+    :func:`scrapy.utils.deprecate.create_deprecated_class`, which calls :func:`inspect.stack`: that looks up
+    the module of every frame on the stack, going through all loaded modules for each frame of the import
+    machinery, so its cost grows with the stack. Same module, same objects: the crawl does not change."""
+    import scrapy.core.downloader.contextfactory  # noqa: F401
+
+
 def _log_to_stderr() -> logging.Handler:
     """Before Scrapy's own logging is set up: the examples' training logs its report (at INFO) to stderr."""
     handler = logging.StreamHandler(sys.stderr)
@@ -140,8 +165,16 @@ def _log_to_stderr() -> logging.Handler:
     return handler
 
 
+def user_errors() -> tuple[type[Exception], ...]:
+    """Errors whose message is the whole story. Imported when needed: the model file module imports numpy,
+    which ``scrapy crawl -h``, ``scrapy list`` and a crawl refused by its settings' check need not."""
+    from focused.learning.modelfile import ModelFileError
+
+    return (ConfigError, ModelFileError)
+
+
 def report_user_errors(started: Any, *, scrapyd: bool = False) -> None:
-    """Log a :data:`USER_ERRORS` error of a starting crawl as one line (asyncio task or Deferred);
+    """Log a :func:`user_errors` error of a starting crawl as one line (asyncio task or Deferred);
     ``scrapyd``: in the words of a Scrapyd user (``-d NAME=VALUE``)."""
     if isinstance(started, asyncio.Future):
         started.add_done_callback(partial(_log_task_error, scrapyd=scrapyd))
@@ -159,14 +192,14 @@ def _log_task_error(task: asyncio.Future[Any], *, scrapyd: bool = False) -> None
     if task.cancelled():
         return
     exc = task.exception()  # retrieved here, so asyncio does not log it again
-    if isinstance(exc, USER_ERRORS):
+    if isinstance(exc, user_errors()):
         logger.error("%s", _user_line(exc, scrapyd))
     elif exc is not None:
         logger.error("the crawl failed to start", exc_info=exc)
 
 
 def _log_failure(failure: Failure, *, scrapyd: bool = False) -> Failure | None:
-    if failure.check(*USER_ERRORS):
+    if failure.check(*user_errors()):
         logger.error("%s", _user_line(failure.value, scrapyd))
         return None
     return failure

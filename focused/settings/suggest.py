@@ -13,8 +13,6 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-import numpy as np
-
 #: A class must use the topic's words at least this many times to be suggested by them...
 MIN_WORD_COUNT = 20
 #: ...and at least this many times more often (per word of its text) than the whole training text does.
@@ -55,6 +53,8 @@ def classes_using_words(critic: Any, text: str, n: int = 3) -> list[str]:
     Works on a :class:`~focused.learning.critic.naive_bayes.Critic` or the fold models of a
     cross-fitted critic (their counts are summed); any other model gives no suggestion.
     """
+    import numpy as np  # here: a crawl's settings check imports this module, and suggests only on a bad topic
+
     models = list(getattr(critic, "folds", None) or [critic])
     counts: dict[str, float] = {}
     totals: dict[str, float] = {}

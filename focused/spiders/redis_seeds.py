@@ -14,7 +14,6 @@ import logging
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-import redis
 from scrapy.exceptions import DontCloseSpider
 from scrapy.http import Request
 
@@ -22,6 +21,7 @@ from focused.frontier.settings import redis_prefix
 from focused.priority import SEED_PRIORITY
 
 if TYPE_CHECKING:
+    import redis
     from scrapy.crawler import Crawler
 
 logger = logging.getLogger(__name__)
@@ -44,6 +44,9 @@ class RedisSeeds:
 
     def pop(self) -> list[str]:
         """Every URL the list holds now (oldest first), checked; none when Redis does not answer."""
+        # here: Scrapy's spider loader imports this module in every crawl, and only a Redis frontier's needs redis
+        import redis
+
         urls: list[str] = []
         while True:
             try:

@@ -16,7 +16,7 @@ from scrapy.exceptions import NotConfigured
 
 from focused.core.runtime import CrawlRuntime
 from focused.extensions.apprentice.base import RelevanceFeedback
-from focused.extensions.apprentice.shared import open_shared
+from focused.frontier.settings import uses_redis
 from focused.strategies.apprentice import ApprenticeStrategy
 
 if TYPE_CHECKING:
@@ -35,7 +35,11 @@ class ApprenticeFeedback:
         strategy = CrawlRuntime.of(crawler).strategy
         if not isinstance(strategy, ApprenticeStrategy):
             raise NotConfigured
-        shared = open_shared(crawler, strategy)
+        shared = None
+        if uses_redis(crawler.settings):  # imported here: the shared module imports redis, which others never need
+            from focused.extensions.apprentice.shared import open_shared
+
+            shared = open_shared(crawler, strategy)
         if shared is not None and strategy.online.siblings is not None:
             # the workers share instances, not the per-source counts the sibling terms read
             logger.info("Shared apprentice: FOCUSED_APPRENTICE_SIBLINGS is off (workers share no sibling counts)")

@@ -69,7 +69,6 @@ accuracy).
 from __future__ import annotations
 
 import numpy as np
-from scipy.special import logsumexp
 
 __all__ = ["HOLDOUT_FRACTION", "LENGTH_SCALE_BOUNDS", "fit_length_scale", "stratified_split"]
 
@@ -99,6 +98,10 @@ def fit_length_scale(
     log_prior: np.ndarray, loglik: np.ndarray, lengths: np.ndarray, y: np.ndarray
 ) -> tuple[float, dict[str, float]]:
     """Fit ``L_eff`` by minimising the smoothed hold-out log-loss; return it and hold-out stats."""
+    # here: every crawl imports this module, and only training needs these (they slow its start-up)
+    from scipy.optimize import minimize_scalar
+    from scipy.special import logsumexp
+
     n, n_classes = loglik.shape
     eps = 1.0 / (n + 2)  # Platt's target smoothing: n pages cannot justify more confidence
     targets = np.full((n, n_classes), eps / (n_classes - 1))
@@ -111,8 +114,6 @@ def fit_length_scale(
         return float(-(targets * logp).sum(axis=1).mean())
 
     lo, hi = np.log(LENGTH_SCALE_BOUNDS[0]), np.log(LENGTH_SCALE_BOUNDS[1])
-    from scipy.optimize import minimize_scalar  # here: the crawl imports this module, not SciPy's optimiser
-
     result = minimize_scalar(loss, bounds=(lo, hi), method="bounded", options={"xatol": 1e-4})
     scale = float(np.exp(result.x))
 
