@@ -28,6 +28,7 @@ from concurrent.futures.process import BrokenProcessPool
 from dataclasses import dataclass
 from typing import Any
 
+from focused import malloc
 from focused.analysis.outlinks import take_links
 from focused.learning.apprentice.linkids import page_link_ids
 from focused.page.parse import parse_page
@@ -48,6 +49,8 @@ class AnalysisConfig:
     max_links: int = 3000
     #: Seconds a page may take (FOCUSED_PAGE_TIME_BUDGET); 0: no limit.
     time_budget: float = 0.0
+    #: Fix glibc's mmap threshold in the worker (FOCUSED_MALLOC_TUNING, :mod:`focused.malloc`).
+    malloc_tuning: bool = True
 
 
 @dataclass
@@ -112,6 +115,11 @@ _config = AnalysisConfig()  # the worker's, set when it starts
 def _start_worker(config: AnalysisConfig, parent: int) -> None:
     global _config
     _config = config
+    if config.malloc_tuning:
+        # the critic has just been read from the crawl process's pickle (27 MB for the Wikipedia critic), whose
+        # freeing raised glibc's mmap threshold that far: fixed again, and the pickle's memory given back
+        malloc.tune()
+        malloc.trim()
     # Ctrl-C reaches the whole process group: the crawl process shuts down gracefully and still needs
     # its worker for the pages in flight; it stops the worker itself.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -59,6 +59,7 @@ ITEM_PIPELINES = {
     "focused.pipelines.CriticPipeline": 300,
 }
 EXTENSIONS = {
+    "focused.extensions.malloc.MallocTuning": 50,  # first: before the other components allocate
     "focused.extensions.jobdir.JobDirCheck": 100,
     "focused.extensions.harvest.HarvestMonitor": 500,
     "focused.extensions.statsfile.StatsFile": 510,

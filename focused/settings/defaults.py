@@ -259,3 +259,7 @@ FOCUSED_EXAMPLES_CACHE = "crawls/examples"
 FOCUSED_EXAMPLES_BACKGROUND = "webkb,wiki"
 #: The most background pages sampled for a critic from examples (uniformly over the sources).
 FOCUSED_EXAMPLES_MAX_BACKGROUND = 3000
+#: Fix glibc's mmap threshold in the crawl process and its page-analysis worker (focused.malloc): large blocks are
+#: mapped on their own and returned to the kernel when freed, instead of leaving holes in the heaps as glibc's
+#: moving threshold does. No effect where the C library is not glibc. False: the allocator as glibc sets it.
+FOCUSED_MALLOC_TUNING = True

@@ -428,6 +428,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_EXAMPLES_MAX_BACKGROUND": whole(2),
     "FOCUSED_MODEL_MAX_BYTES": Spec(_model_max_bytes, "a whole number of bytes >= 1"),
     "FOCUSED_PAGE_TIME_BUDGET": number(0, note="seconds; 0: no limit"),
+    "FOCUSED_MALLOC_TUNING": boolean(),
 }
 #: Checked before the others: the limit of model files applies to the files they read.
 RUN_FIRST = ("FOCUSED_MODEL_MAX_BYTES",)

@@ -90,13 +90,21 @@ class RelevanceFeedback:
     def page_labelled(self, page: LabelledPage) -> None:
         self._pages = page.fetch_order
         batch_done = self.online.observe_page((page.url, *page.aliases), page.relevance)
-        if batch_done and not self.training:
+        if batch_done and not self.training and (self.checkpoints is not None or not self._engine_closing()):
             self._in_flight = self._train_batch()
         elif self._refresh_due() and self._moving_terms():
             self._refreshed = self._pages
             self.stats.inc_value("focused/apprentice/refreshes")
             if not self.closing:
                 self._rescore_frontier("Exploration bonuses and sibling terms refreshed")
+
+    def _engine_closing(self) -> bool:
+        """Whether the engine is closing the spider (the pages in flight are still labelled then): a model
+        trained now would score no page of this crawl, and its fit's temporaries made the crawl process's
+        peak memory. With JOBDIR the last batch is trained and saved at ``spider_closed`` all the same.
+        Scrapy has no signal for it: its slot's ``closing``, set when ``close_spider`` starts."""
+        slot = getattr(self.crawler.engine, "_slot", None)
+        return getattr(slot, "closing", None) is not None
 
     def _refresh_due(self) -> bool:
         """``refresh_pages`` since the last refresh, within the first ``refresh_until`` pages."""

@@ -1,0 +1,143 @@
+"""glibc's allocator set for a long crawl (focused.malloc): applied in the crawl process and its page-analysis
+worker, guarded where the C library is not glibc, and what it changes: large freed blocks go back to the kernel."""
+
+import os
+import subprocess
+import sys
+import textwrap
+from types import SimpleNamespace
+
+import numpy as np
+import pytest
+from scrapy import Spider
+from scrapy.exceptions import NotConfigured
+from scrapy.utils.test import get_crawler
+
+from focused import malloc
+from focused.extensions.malloc import MallocTuning
+
+GLIBC = malloc.glibc() is not None
+needs_glibc = pytest.mark.skipif(not GLIBC, reason="the C library is not glibc")
+
+# Frees a 16 MB block (glibc's moving threshold rises to it), then allocates 200 blocks of 256 KB, each
+# followed by a small block that stays, frees the large ones, and prints the MB still resident.
+PROBE = textwrap.dedent(
+    """
+    import ctypes, sys
+    from focused import malloc
+    if sys.argv[1] == "tuned":
+        assert malloc.tune()
+    libc = ctypes.CDLL("libc.so.6")
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, [ctypes.c_size_t]
+    libc.free.argtypes = [ctypes.c_void_p]
+    libc.memset.argtypes = [ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t]
+
+    def rss():
+        for line in open("/proc/self/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+
+    big = libc.malloc(16 << 20)
+    libc.memset(big, 1, 16 << 20)
+    libc.free(big)
+    before = rss()
+    blocks, pins = [], []
+    for _ in range(200):
+        block = libc.malloc(256 << 10)
+        libc.memset(block, 1, 256 << 10)
+        blocks.append(block)
+        pins.append(libc.malloc(64))
+    for block in blocks:
+        libc.free(block)
+    print(rss() - before)
+    """
+)
+
+
+def _retained_mb(kind: str) -> float:
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}  # glibc's defaults, whatever the shell set
+    out = subprocess.run([sys.executable, "-c", PROBE, kind], capture_output=True, text=True, check=True, env=env)
+    return float(out.stdout)
+
+
+@needs_glibc
+def test_tuned_large_blocks_go_back_to_the_kernel_when_freed():
+    tuned, untuned = _retained_mb("tuned"), _retained_mb("untuned")
+    assert tuned < 10  # 50 MB were allocated and freed
+    assert untuned > tuned + 30  # glibc's moving threshold kept them in the heap
+
+
+@needs_glibc
+def test_tune_and_trim_on_glibc():
+    assert malloc.tune()
+    assert isinstance(malloc.trim(), bool)
+
+
+def test_nothing_is_done_where_the_c_library_is_not_glibc(monkeypatch):
+    monkeypatch.setattr(malloc.sys, "platform", "darwin")
+    malloc.glibc.cache_clear()
+    try:
+        assert malloc.glibc() is None
+        assert malloc.tune() is False
+        assert malloc.trim() is False
+    finally:
+        monkeypatch.undo()
+        malloc.glibc.cache_clear()
+
+
+def test_the_crawl_process_tunes_it_when_the_crawler_is_built():
+    crawler = get_crawler(Spider)
+    ext = MallocTuning.from_crawler(crawler)
+    assert ext.tuned is GLIBC
+    assert crawler.stats.get_value("focused/malloc/tuned") == int(GLIBC)
+
+
+def test_false_leaves_the_allocator_alone():
+    with pytest.raises(NotConfigured):
+        MallocTuning.from_crawler(get_crawler(Spider, settings_dict={"FOCUSED_MALLOC_TUNING": False}))
+
+
+def test_the_crawler_has_it_and_plain_scrapy_does_not():
+    from focused import settings
+    from focused.spiders.plain import PlainSpider
+
+    assert "focused.extensions.malloc.MallocTuning" in settings.EXTENSIONS
+    assert min(settings.EXTENSIONS.values()) == settings.EXTENSIONS["focused.extensions.malloc.MallocTuning"]
+    assert "focused.extensions.malloc.MallocTuning" not in PlainSpider.custom_settings["EXTENSIONS"]
+
+
+@pytest.mark.parametrize("tuning", [True, False])
+def test_the_worker_tunes_and_trims_when_it_starts_unless_told_not_to(tuning):
+    script = textwrap.dedent(
+        f"""
+        import os
+        from focused import malloc
+        calls = []
+        malloc.tune = lambda *args: calls.append("tune") or True
+        malloc.trim = lambda: calls.append("trim") or True
+        from focused.analysis.worker import AnalysisConfig, _start_worker
+        _start_worker(AnalysisConfig(malloc_tuning={tuning}), os.getppid())
+        print(",".join(calls))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == ("tune,trim" if tuning else "")
+
+
+@pytest.mark.parametrize("tuning", [True, False])
+def test_the_spider_tells_the_worker(monkeypatch, tuning):
+    import focused.analysis.client as client
+
+    runtime = SimpleNamespace(strategy=None, critic=None, topic=None)
+    monkeypatch.setattr(client.CrawlRuntime, "of", staticmethod(lambda crawler: runtime))
+    crawler = get_crawler(Spider, settings_dict={"FOCUSED_MALLOC_TUNING": tuning})
+    analysis = client.PageAnalysis(crawler, workers=1, max_links=10, start_after=1)  # no worker started yet
+    assert analysis.config.malloc_tuning is tuning
+
+
+def test_a_critic_of_large_arrays_can_go_to_the_worker_and_a_lambda_cannot():
+    from focused.analysis.client import _portable
+
+    large = np.arange(1 << 20, dtype=np.float64)  # 8 MB: protocol 5 hands it to the sink as a buffer
+    assert _portable(SimpleNamespace(weights=large), "Science.Physics")
+    assert not _portable(SimpleNamespace(scorer=lambda x: x), "Science.Physics")

@@ -1,0 +1,93 @@
+"""What the crawl process holds per fetched page and at its close (issue 30's memory goal): a link waiting for its
+target keeps its own ids, not its page's array of all links' ids; a batch completed while the engine closes trains
+no model nobody would use (unless JOBDIR saves it)."""
+
+import gc
+import weakref
+from types import SimpleNamespace
+
+import numpy as np
+from scrapy import Spider
+from scrapy.utils.test import get_crawler
+from twisted.internet.defer import Deferred
+
+from focused.extensions.apprentice.base import RelevanceFeedback
+from focused.learning.apprentice.learner import Apprentice
+from focused.learning.apprentice.linkids import RaggedIds
+from focused.learning.apprentice.online import OnlineApprentice
+from focused.learning.apprentice.payload import LinkPayload
+from focused.signals import LabelledPage
+
+
+def _page_payloads() -> tuple[list[LinkPayload], weakref.ref]:
+    """Three links' payloads as a page's are made: views of one flat id array (RaggedIds)."""
+    flat = np.arange(3000, dtype=np.int32)
+    ragged = RaggedIds(flat, np.array([0, 1000, 2000, 3000]))
+    side = np.zeros((3, 2), dtype=np.float32)
+    return [LinkPayload(ids, side[i]) for i, ids in enumerate(ragged)], weakref.ref(flat)
+
+
+def test_a_waiting_link_does_not_keep_its_pages_array_of_ids():
+    online = OnlineApprentice(Apprentice(n_side=2), snippet_critic=lambda texts, urls: np.zeros(len(texts)))
+    payloads, flat = _page_payloads()
+    expected = [p.ids.copy() for p in payloads]
+    online.observe_links(["http://a.test/1", "http://a.test/2", "http://a.test/3"], payloads)
+    del payloads
+    gc.collect()
+    assert flat() is None  # only the waiting links' own ids are kept
+    waiting = [p.ids for key in sorted(online._pending) for p in online._pending[key]]
+    assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(waiting, expected, strict=True))
+
+
+def test_the_waiting_links_become_the_same_instances():
+    online = OnlineApprentice(Apprentice(n_side=2), snippet_critic=lambda texts, urls: np.zeros(len(texts)))
+    payloads, _ = _page_payloads()
+    expected = [p.ids.copy() for p in payloads]
+    online.observe_links(["http://a.test/1", "http://a.test/2", "http://a.test/3"], payloads)
+    for n in (1, 2, 3):
+        online.observe_page([f"http://a.test/{n}"], 0.5)
+    batch, relevances = online.take_batch()
+    assert [p.ids.tolist() for p in batch] == [e.tolist() for e in expected]
+    assert relevances.tolist() == [0.5, 0.5, 0.5]
+
+
+def _feedback(jobdir: str | None, closing: bool) -> tuple[RelevanceFeedback, list[str]]:
+    settings = {"JOBDIR": jobdir} if jobdir else {}
+    crawler = get_crawler(Spider, settings_dict=settings)
+    crawler.engine = SimpleNamespace(_slot=SimpleNamespace(closing=Deferred() if closing else None))
+    online = OnlineApprentice(Apprentice(min_instances=1), batch_size=1)
+    feedback = RelevanceFeedback(crawler, SimpleNamespace(online=online))
+    trained: list[str] = []
+    feedback._train_batch = lambda: trained.append("batch") or Deferred()  # type: ignore[method-assign]
+    return feedback, trained
+
+
+def _label(feedback: RelevanceFeedback) -> None:
+    feedback.page_labelled(LabelledPage("http://a.test/1", 1, 0.5, "x", True))
+
+
+def test_a_batch_completed_while_the_crawl_runs_is_trained():
+    feedback, trained = _feedback(None, closing=False)
+    _label(feedback)
+    assert trained == ["batch"]
+
+
+def test_a_batch_completed_while_the_engine_closes_is_not_trained():
+    feedback, trained = _feedback(None, closing=True)
+    _label(feedback)
+    assert trained == []
+
+
+def test_with_jobdir_it_is_trained_and_saved_as_before(tmp_path):
+    feedback, trained = _feedback(str(tmp_path), closing=True)
+    _label(feedback)
+    assert trained == ["batch"]
+
+
+def test_scrapys_engine_has_the_closing_it_is_read_from():
+    import inspect
+
+    from scrapy.core.engine import ExecutionEngine, _Slot
+
+    assert "self.closing" in inspect.getsource(_Slot.__init__)
+    assert "self._slot" in inspect.getsource(ExecutionEngine.__init__)
