@@ -124,6 +124,32 @@ def test_an_idle_worker_stays_open_while_another_holds_leases(redis_server):
     b.close("finished")
 
 
+def test_an_idle_worker_whose_lease_expired_still_sees_another_s(redis_server):
+    """b's lease expires (b blocked or starved that long), a fetches the page again and acknowledges it, then
+    leases another. b, idle before it acknowledged its stale lease, must stay open for a's. It used to subtract
+    every lease it had taken (1 in flight - 1 = 0 at other workers) and close, and a, killed later, left its
+    lease to nobody (tests/test_distributed_workers.py failed so under load)."""
+    settings = redis_settings(redis_server)
+    leases = f"{settings['FOCUSED_REDIS_PREFIX']}:frontier:leases"
+    client = redis_server.client()
+    _, a = make_scheduler(**settings)
+    _, b = make_scheduler(**settings)
+    a.enqueue_request(Request("http://x.test/p", priority=2))
+    a.enqueue_request(Request("http://x.test/q", priority=1))
+    assert len(a) == 2  # pushed
+    assert b.next_request().url.endswith("/p")
+    [key] = client.zrange(leases, 0, -1)
+    client.zadd(leases, {key: 0})  # b's lease on p expired
+    assert a.next_request().url.endswith("/p")  # the pop put p back and took it: refetched
+    assert a.next_request().url.endswith("/q")  # p acknowledged with this pop (no engine: handled)
+    assert client.zrange(leases, 0, -1) != [key] and client.zcard(leases) == 1  # a's lease on q only
+    with pytest.raises(DontCloseSpider):  # q may bring new URLs
+        b._on_idle()
+    a.close("finished")
+    b._on_idle()  # nothing waiting, nothing in flight at a: the crawl is over
+    b.close("finished")
+
+
 def test_a_worker_whose_redis_is_gone_stops_with_one_error_line(tmp_path, caplog):
     server = RedisServer(tmp_path / "redis").start()
     crawler, s = make_scheduler(**redis_settings(server, FOCUSED_REDIS_RETRY_SECONDS=0.2))

@@ -113,6 +113,7 @@ def test_a_worker_killed_mid_crawl_loses_nothing(web, redis_server):
     survivor = Worker(worker(web, "survivor", **settings))
     survivor.wait_for("Crawled (200)", 5)
     victim.wait_for("Crawled (200)", 40)
+    assert survivor.proc.poll() is None, survivor.text()[-3000:]  # open while the victim holds leases
     victim.proc.kill()  # kill -9: its leases stay in Redis until they expire
     victim.proc.wait(timeout=30)
     stats = survivor.finish()

@@ -12,7 +12,8 @@ import time
 
 import pytest
 
-from focused.frontier.redis import SHIFT, RedisStore
+from focused.frontier.redis import RedisStore
+from focused.frontier.redis_lua import SHIFT
 from focused.frontier.store import Push, PushResult, StoreError
 from tests.redis_server import RedisServer
 from tests.test_frontier_store import make_redis, push

@@ -14,8 +14,9 @@ import pytest
 
 from focused.frontier.memory import MemoryStore
 from focused.frontier.redis import RedisStore, connect
+from focused.frontier.rescore import run_job
 from focused.frontier.sqlite import SQLiteStore
-from focused.frontier.store import Push, PushResult, StoreError, frame, unframe
+from focused.frontier.store import Framed, Push, PushResult, StoreError, frame, unframe
 
 _prefixes = itertools.count()
 
@@ -112,6 +113,16 @@ def test_seen_lease_ack_and_give_back(make):
     assert s.pop_many(1) == []
 
 
+def rescore(store, rescorer):
+    """The store's re-score job run at once (:func:`~focused.frontier.rescore.run_job`), as the scheduler runs
+    it, with the payloads unframed for ``rescorer`` (a list of payloads per waiting entry)."""
+
+    def lists(payloads):
+        return rescorer([unframe(b) for b in payloads.blobs] if isinstance(payloads, Framed) else payloads)
+
+    return run_job(store.rescore_start(), lists, between=store.maybe_commit)
+
+
 def test_rescore_from_payloads(make):
     s = make()
     for i, key in enumerate("abcd"):
@@ -124,7 +135,7 @@ def test_rescore_from_payloads(make):
         seen.extend(payloads)
         return [{b"a": 100, b"b": None}.get(p[0], 0) if p else None for p in payloads]
 
-    assert s.rescore(rescorer) == 3  # a: 1->100, c: 2->0, d: 3->0; b kept
+    assert rescore(s, rescorer) == 3  # a: 1->100, c: 2->0, d: 3->0; b kept
     assert sorted(p for p in seen if p) == [[b"a", b"z"], [b"b"], [b"c"], [b"d"]]
     assert drain(s) == ["a", "e", "b", "c", "d"]
 
@@ -133,7 +144,7 @@ def test_rescore_rejects_a_wrong_number_of_priorities(make):
     s = make()
     push(s, "a", 1, b"x")
     with pytest.raises(ValueError, match="priorities"):
-        s.rescore(lambda payloads: [])
+        rescore(s, lambda payloads: [])
 
 
 def test_meta_round_trip(make):
@@ -267,9 +278,7 @@ def test_a_bad_store_file_is_refused_with_one_clear_message(tmp_path, damage):
 
 
 def test_rescore_of_many_entries_is_chunked(tmp_path, monkeypatch):
-    import focused.frontier.sqlite as sqlite_store
-
-    monkeypatch.setattr(sqlite_store, "RESCORE_CHUNK", 7)
+    monkeypatch.setattr("focused.frontier.rescore.RESCORE_CHUNK", 7)
     s = make_sqlite(tmp_path / "f.sqlite")
     for i in range(50):
         push(s, f"k{i:02d}", 0, payload=bytes([i]))
@@ -279,7 +288,7 @@ def test_rescore_of_many_entries_is_chunked(tmp_path, monkeypatch):
         calls.append(len(payloads))
         return [p[0][0] for p in payloads]
 
-    assert s.rescore(rescorer) == 49
+    assert rescore(s, rescorer) == 49
     assert sum(calls) == 50 and max(calls) == 7
     assert [p.key for p in s.pop_many(3)] == ["k49", "k48", "k47"]
     s.close()

@@ -4,9 +4,10 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
-from focused.frontier.payloads import decode_link_batch, decode_payload, encode_payload
+from focused.frontier.payloads import decode_framed_link_batch, decode_link_batch, decode_payload, encode_payload
+from focused.frontier.store import frame
 from focused.learning.apprentice import features as linkfeatures
-from focused.learning.apprentice.features import csr_from_flat, from_compact
+from focused.learning.apprentice.features import csr_from_flat, from_compact, product_matrix
 from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.linkbatch import LinkBatch
 from focused.learning.apprentice.online import OnlineApprentice
@@ -32,17 +33,32 @@ def _blobs(entries: list[list[LinkPayload]]) -> list[list[bytes]]:
     return [[encode_payload(p) for p in entry] for entry in entries]
 
 
-def test_both_stored_kinds_decode_to_the_same_ids_and_views():
+def test_both_stored_kinds_decode_to_the_same_ids_and_views_joined_or_framed():
     entries = _entries()
+    entries.append([LinkPayload(np.array([0, 0xFFFF, 2 * 0xFFFF, 2**20 - 1, 2**31 - 1], np.int32), np.ones(2, "f4"))])
+    entries.append([LinkPayload(np.array([7, 3], np.int32), np.zeros(2, np.float32))])  # not sorted: plain
     blobs = _blobs(entries)
     assert {b[:1] for entry in blobs for b in entry} == {b"D", b"L"}  # both kinds are in the batch
     batch = decode_link_batch(blobs)
     assert batch is not None and len(batch) == len(entries)
-    for i, entry in enumerate(blobs):
-        got, want = batch[i], [decode_payload(b) for b in entry]
-        assert len(got) == len(want)
-        for a, b in zip(got, want, strict=True):
-            assert a.ids.tolist() == b.ids.tolist() and a.side.tolist() == b.side.tolist()
+    framed, damaged = decode_framed_link_batch([frame(entry) for entry in blobs])
+    assert framed is not None and not damaged.any()
+    for i, entry in enumerate(entries):
+        for got in (batch[i], framed[i], [decode_payload(b) for b in blobs[i]]):
+            assert [p.ids.tolist() for p in got] == [p.ids.tolist() for p in entry]
+            assert [p.side.tolist() for p in got] == [p.side.tolist() for p in entry]
+
+
+def test_damaged_frames_leave_their_entry_out_of_a_framed_batch():
+    blob = encode_payload(LinkPayload(np.array([3, 9, 70_000], np.int32), np.zeros(2, np.float32)))
+    frames = [frame([blob]), frame([blob])[:-1], b"", frame([blob, blob]), frame([blob])[:3]]
+    batch, damaged = decode_framed_link_batch(frames)
+    assert damaged.tolist() == [False, True, False, False, True]
+    assert batch is not None and batch.entry_sizes.tolist() == [1, 0, 0, 2, 0]
+    assert [p.ids.tolist() for p in batch[3]] == [[3, 9, 70_000]] * 2
+    assert decode_framed_link_batch([frame([encode_payload({"a": 1})])])[0] is None  # not a link payload
+    with pytest.raises(ValueError):
+        decode_framed_link_batch([frame([blob[:-1]])])  # a damaged payload in a sound frame
 
 
 def test_other_payloads_are_left_to_the_one_by_one_decoder_and_damage_is_refused():
@@ -80,6 +96,27 @@ def test_sorted_rows_build_the_same_matrix_as_scipy_sorting_them(monkeypatch):
         assert (from_compact(rows, n_features) != want).nnz == 0
     with pytest.raises(ValueError):
         csr_from_flat(np.array([1]), np.array([30], np.int32), 30)
+
+
+@pytest.mark.parametrize("rows", ["rising", "repeats", "unsorted"])
+def test_the_product_matrix_gives_the_canonical_matrixs_products_to_the_last_bit(rows, monkeypatch):
+    monkeypatch.setattr(linkfeatures, "RUNS_MIN_IDS", 2)
+    rng = np.random.default_rng(8)
+    high = {"rising": 2**20, "repeats": 40, "unsorted": 2**20}[rows]  # 60 ids of 40 values: many runs
+    ids = [np.sort(rng.choice(high, size=int(n), replace=rows == "repeats")) for n in rng.integers(0, 60, 300)]
+    if rows == "unsorted":
+        ids[3] = ids[3][::-1].copy()
+    lengths = np.array([len(r) for r in ids])
+    flat = np.concatenate(ids).astype(np.int32)
+    canonical, product = csr_from_flat(lengths, flat, 2**20), product_matrix(lengths, flat, 2**20)
+    weights = rng.normal(size=2**20) * 10.0 ** rng.integers(-8, 8, 2**20)  # magnitudes that round differently
+    assert (product @ weights).tobytes() == (canonical @ weights).tobytes()
+    assert (product != canonical).nnz == 0  # the same counts, the repeats' zeros aside
+    learner = Apprentice(n_features=2**20, min_instances=1, binning="equal-prob")
+    learner.add(ids[:200], rng.random(200))
+    model = learner.fit()
+    assert model.predict(product).tobytes() == model.predict(canonical).tobytes()
+    assert model.log_odds(product).tobytes() == model.log_odds(canonical).tobytes()
 
 
 @pytest.mark.parametrize("aggregation", ["max", "mean", "first"])

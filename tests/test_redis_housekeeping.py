@@ -31,7 +31,7 @@ from tests.sites import graph_web
 from tests.test_distributed import PAGES, redis_settings
 from tests.test_distributed_workers import Worker, worker
 from tests.test_frontier_redis import wait_for
-from tests.test_frontier_store import make_redis, push
+from tests.test_frontier_store import make_redis, push, rescore
 
 
 def documented_keys() -> list[re.Pattern[str]]:
@@ -78,7 +78,7 @@ def test_pops_leave_one_record_per_worker_and_none_once_it_closes(redis_server):
 
 
 def test_a_long_rescoring_renews_the_leases_of_its_worker(redis_server, monkeypatch):
-    monkeypatch.setattr("focused.frontier.redis.RESCORE_CHUNK", 1)
+    monkeypatch.setattr("focused.frontier.rescore.RESCORE_CHUNK", 1)
     a = make_redis(redis_server.url, lease_seconds=0.3)
     b = make_redis(redis_server.url, prefix=a.prefix, lease_seconds=0.3)
     for i in range(200):  # more than a small sorted set, which ZSCAN returns whole
@@ -92,7 +92,7 @@ def test_a_long_rescoring_renews_the_leases_of_its_worker(redis_server, monkeypa
             time.sleep(0.15)
         return [5 for _ in payloads]
 
-    a.rescore(slow)
+    rescore(a, slow)
     assert len(calls) >= 10
     assert b.reap() == 0 and a.in_flight == 1  # still a's
     assert held.key not in [p.key for p in b.pop_many(300)]

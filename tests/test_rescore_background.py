@@ -20,14 +20,26 @@ from focused.core.scheduler import PAYLOAD_META_KEY, FocusedScheduler
 _prefixes = itertools.count()
 
 
-@pytest.fixture(params=["memory", "sqlite", "redis"])
-def settings(request, tmp_path):
+def store_settings(request, tmp_path):
+    """The crawl settings of the frontier store ``request.param``."""
     if request.param == "sqlite":
         return {"JOBDIR": str(tmp_path / "job")}
     if request.param == "redis":
         server = request.getfixturevalue("redis_server")
         return {"REDIS_URL": server.url, "FOCUSED_REDIS_PREFIX": f"bg{os.getpid()}-{next(_prefixes)}"}
     return {}
+
+
+@pytest.fixture(params=["memory", "sqlite", "redis"])
+def settings(request, tmp_path):
+    return store_settings(request, tmp_path)
+
+
+@pytest.fixture(params=["sqlite", "redis"])
+def stored_settings(request, tmp_path):
+    """The stores that keep payloads as bytes outside the process, where a test can damage them (the memory
+    store keeps the objects it was given)."""
+    return store_settings(request, tmp_path)
 
 
 @pytest.fixture
@@ -138,6 +150,29 @@ def test_a_background_rescore_is_the_same_as_one_at_once(settings, threads):
     assert len(orders[0]) == 40
 
 
+def test_a_rescore_at_once_runs_the_stores_background_job_inline(settings, monkeypatch):
+    """One path: the re-score at once is the store's job (``rescore_start``), read, applied and closed here."""
+    _, s = make_scheduler(settings)
+    for name, priority, good in [("a", 1, True), ("b", 2, False), ("c", 3, True)]:
+        s.enqueue_request(request(name, priority, good))
+    assert not hasattr(s.store, "rescore")  # no second path in the store
+    started, closed = [], []
+    start = s.store.rescore_start
+
+    def spied_start():
+        job = start()
+        started.append(job)
+        close = job.close
+        monkeypatch.setattr(job, "close", lambda: (closed.append(job), close()))
+        return job
+
+    monkeypatch.setattr(s.store, "rescore_start", spied_start)
+    assert s.rescore(scorer) == 3  # a 1->100, c 3->100, b 2->0
+    assert len(started) == 1 and closed == started
+    assert drain(s) == [("a", 100), ("c", 100), ("b", 0)]
+    s.close("finished")
+
+
 def test_rescores_apply_in_the_order_asked(settings, threads):
     _, s = make_scheduler(settings)
     s.enqueue_request(request("a", 1, True))
@@ -163,9 +198,8 @@ def test_a_scheduler_closed_during_a_background_rescore_drops_it(tmp_path, threa
     again.close("finished")
 
 
-def test_a_background_rescore_counts_damaged_payloads_and_keeps_their_priority(settings, threads):
-    if not settings:
-        pytest.skip("the memory store keeps payloads it never reads back from outside")
+def test_a_background_rescore_counts_damaged_payloads_and_keeps_their_priority(stored_settings, threads):
+    settings = stored_settings
     crawler, s = make_scheduler(settings)
     s.enqueue_request(request("a", 1, True))
     s.enqueue_request(request("b", 2, True))

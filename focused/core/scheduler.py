@@ -66,7 +66,8 @@ from focused.core.enginestate import engine_requests, unscored_pages
 from focused.core.fingerprints import UrlFingerprints
 from focused.frontier.leases import Leases
 from focused.frontier.memory import MemoryStore
-from focused.frontier.payloads import decode_link_batch, decode_payloads, encode_payload
+from focused.frontier.payloads import encode_payload
+from focused.frontier.rescore import DecodingRescorer, Scorer, run_job
 from focused.frontier.settings import open_store, store_name
 from focused.frontier.store import FrontierStore, Push, PushResult, StoreError
 from focused.settings.access import setting
@@ -80,6 +81,7 @@ if TYPE_CHECKING:
     from scrapy.spiders import Spider
 
     from focused.crawldb import CrawlDB
+    from focused.frontier.redis import RedisStore
 
 logger = logging.getLogger(__name__)
 
@@ -92,11 +94,6 @@ PAYLOAD_BYTES_META_KEY = "focused_payload_bytes"
 PUSH_BATCH = 1000
 #: New priorities a background re-score writes per reactor turn.
 RESCORE_APPLY = 10_000
-
-#: A re-scoring function: given, for each waiting request, the payloads of its parents (a
-#: :class:`~focused.learning.apprentice.linkbatch.LinkBatch` when all are link payloads), return each
-#: request's new priority (or None to keep it).
-Scorer = Callable[[Sequence[Sequence[Any]]], Sequence[int | None]]
 
 T = TypeVar("T")
 
@@ -455,7 +452,7 @@ class FocusedScheduler:
             return
         try:
             self._flush()
-            others = self.store.in_flight - len(self._leases)
+            others = cast("RedisStore", self.store).in_flight_elsewhere(self._leases.keys())
             busy = others > 0 or len(self.store) > 0
         except StoreError as exc:
             self._store_failed(exc)
@@ -504,11 +501,15 @@ class FocusedScheduler:
     # -- re-scoring -------------------------------------------------------------------
 
     def rescore(self, scorer: Scorer) -> int:
-        """Re-evaluate every waiting request with ``scorer``, here and now; returns how many changed."""
+        """Re-evaluate every waiting request with ``scorer``, here and now; returns how many changed.
+
+        The store's re-score job run inline (:func:`~focused.frontier.rescore.run_job`): the same job as
+        :meth:`rescore_background`'s, read, scored and applied on this thread."""
         self._flush()  # the requests not pushed yet are re-scored too
-        rescorer = _Rescorer(scorer)
         before = self.store.bad_payloads
-        changed = self.store.rescore(rescorer)
+        job = self.store.rescore_start()
+        rescorer = DecodingRescorer(scorer)
+        changed = run_job(job, rescorer, between=self.store.maybe_commit)
         self._count_bad(rescorer.bad + self.store.bad_payloads - before)
         self.stats.inc_value("focused/frontier/rescored", len(self.store))
         return changed
@@ -537,7 +538,7 @@ class FocusedScheduler:
             try:
                 if previous is not None:
                     await previous
-                rescorer = _Rescorer(scorer)
+                rescorer = DecodingRescorer(scorer)
                 parts = await deferToThread(lambda: [(ids, rescorer(blobs)) for ids, blobs in job.read()])
                 changed = 0
                 for ids, new in parts:
@@ -587,40 +588,3 @@ class FocusedScheduler:
             background(self.rescore_background(scorer))
             return None
         return self.rescore(scorer)
-
-
-class _Rescorer:
-    """The scheduler's rescorer for a store: decodes the parents' payloads (the apprentice's as one
-    :class:`~focused.learning.apprentice.linkbatch.LinkBatch`), then runs ``scorer``; counts in :attr:`bad`
-    the entries whose payloads are damaged (their priority is kept)."""
-
-    def __init__(self, scorer: Scorer) -> None:
-        self.scorer = scorer
-        self.bad = 0
-
-    def __call__(self, blobs: list[list[bytes]]) -> Sequence[int | None]:
-        scorer = self.scorer
-        try:  # only the decoding: an error of the scorer's own is not a damaged payload
-            batch = decode_link_batch(blobs)  # the apprentice's payloads as arrays: no object per link
-            if batch is None:
-                decoded = iter(decode_payloads([b for entry in blobs for b in entry]))  # one batch: faster
-                entries = [[next(decoded) for _ in entry] for entry in blobs]
-        except ValueError:  # a damaged payload among them: score the others one by one, keep its priority
-            decoded_entries = [_decoded(entry) for entry in blobs]
-            good = [i for i, entry in enumerate(decoded_entries) if entry is not None]
-            self.bad += len(blobs) - len(good)
-            out: list[int | None] = [None] * len(blobs)
-            if good:
-                new = scorer([cast(list[Any], decoded_entries[i]) for i in good])
-                for i, priority in zip(good, new, strict=True):
-                    out[i] = priority
-            return out
-        return scorer(batch) if batch is not None else scorer(entries)
-
-
-def _decoded(payloads: list[bytes]) -> list[Any] | None:
-    """The payloads of one waiting request decoded, or ``None`` if one is damaged."""
-    try:
-        return decode_payloads(payloads)
-    except ValueError:
-        return None

@@ -159,19 +159,27 @@ class Frontier(Generic[T]):
         wait and whose key is not in ``skip`` (pushed again since). Returns how many changed.
 
         A changed entry is pushed again (lazy invalidation, the pop order is that of a rebuilt heap: ties
-        are unique); once stale heap items outnumber the waiting entries, the heap is rebuilt.
+        are unique); when half the waiting entries or more change at once (a whole re-score applied in one
+        go), the heap is rebuilt instead, in one pass.
         """
-        changed = 0
         waiting = self._entries
+        moved = []
         for entry, new in zip(entries, priorities, strict=True):
             if new is None or (new := int(new)) == entry.priority or waiting.get(entry.key) is not entry:
                 continue
             if entry.key in skip:
                 continue
             entry.priority = new
-            self._heap_push(entry)
-            changed += 1
-        return changed
+            moved.append(entry)
+        if 2 * len(moved) < len(waiting):
+            for entry in moved:
+                self._heap_push(entry)
+        else:
+            for entry in moved:
+                entry.handle = self._next_handle()
+            self._heap = [(-e.priority, e.tie, e.handle, e.key) for e in waiting.values()]
+            heapq.heapify(self._heap)
+        return len(moved)
 
     def compact(self) -> None:
         """Rebuild the heap without its stale items if they outnumber the waiting entries."""

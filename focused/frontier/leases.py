@@ -26,6 +26,10 @@ class Leases:
         """Leases not yet acknowledged."""
         return len(self._held) + len(self._released)
 
+    def keys(self) -> list[str]:
+        """The store keys of the leases not yet acknowledged."""
+        return [key for key, _ in self._held.values()] + [key for _, key in self._released]
+
     def lease(self, request: Any, key: str, submitted: int) -> None:
         """``request`` (store key ``key``) was popped when ``submitted`` pages had been handed to the database."""
         self._held[request] = (key, submitted)

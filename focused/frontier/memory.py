@@ -6,12 +6,13 @@ Nothing survives the process: use :class:`~focused.frontier.sqlite.SQLiteStore`
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from focused.frontier.compact import RequestPacker
 from focused.frontier.heap import Entry, Frontier
-from focused.frontier.store import Popped, Push, PushResult, Rescorer
+from focused.frontier.rescore import MemoryRescore
+from focused.frontier.store import Popped, Push, PushResult
 
 
 class MemoryStore:
@@ -64,14 +65,11 @@ class MemoryStore:
             if entry is not None:
                 self.heap.restore_entry(entry)
 
-    def rescore(self, rescorer: Rescorer) -> int:
-        return self.heap.rescore(lambda entries: rescorer([_live_payloads(e) for e in entries]))
-
     def rescore_start(self) -> MemoryRescore:
-        """A background re-score of the entries waiting now (their parents' payloads copied, not decoded)."""
+        """A re-score of the entries waiting now: the entries and how many parents each has now (their
+        payloads are read by the job, maybe in a thread: a parent merged later is not its)."""
         entries = list(self.heap)
-        payloads = [_live_payloads(e, copy=True) for e in entries]
-        job = MemoryRescore(self, entries, payloads)
+        job = MemoryRescore(self, entries, [len(e.payloads) for e in entries])
         self._jobs.append(job)
         return job
 
@@ -111,39 +109,3 @@ class MemoryStore:
 
     def close(self) -> None:
         pass
-
-
-def _live_payloads(entry: Entry[Any], *, copy: bool = False) -> list[Any]:
-    """An entry's parents' payloads without the ``None`` of parents that left none (a copy with ``copy``: a
-    background re-score reads them in a thread while pushes may append to the entry's list)."""
-    if None in entry.payloads:
-        return [p for p in entry.payloads if p is not None]
-    return entry.payloads.copy() if copy else entry.payloads
-
-
-class MemoryRescore:
-    """:class:`~focused.frontier.store.RescoreJob` of the memory store: a snapshot of the waiting entries, read
-    in one chunk (one scorer call, as :meth:`MemoryStore.rescore`), applied in slices."""
-
-    def __init__(self, store: MemoryStore, entries: list[Entry[Any]], payloads: list[list[Any]]) -> None:
-        self.store = store
-        self.entries = entries
-        self.payloads = payloads
-        #: keys merged since the start: their priority follows the merge
-        self.touched: set[str] = set()
-
-    def read(self) -> Iterator[tuple[Sequence[Any], list[list[Any]]]]:
-        yield range(len(self.entries)), self.payloads
-
-    def apply(self, ids: Sequence[Any], priorities: Sequence[int | None]) -> int:
-        if isinstance(ids, range) and ids.step == 1:
-            entries = self.entries[ids.start : ids.stop]
-        else:
-            entries = [self.entries[i] for i in ids]
-        return self.store.heap.apply(entries, priorities, self.touched)
-
-    def close(self) -> None:
-        if self in self.store._jobs:
-            self.store._jobs.remove(self)
-            self.store.heap.compact()
-        self.entries, self.payloads = [], []

@@ -185,6 +185,111 @@ def decode_link_batch(blobs_per_entry: Sequence[Sequence[bytes]]) -> LinkBatch |
     return LinkBatch(sizes, counts, ids, side)
 
 
+def decode_framed_link_batch(frames: Sequence[bytes]) -> tuple[LinkBatch | None, np.ndarray]:
+    """:func:`decode_link_batch` of waiting URLs whose parents' payloads are each one framed blob
+    (:func:`~focused.frontier.store.frame`, as the durable stores keep them), without unframing them one by
+    one (half the CPU of unframing, then decoding, measured): the frames are joined, their length prefixes
+    read entry by entry in step (one array operation per parent rank), then the payloads decoded from the
+    joined bytes (:func:`_joined_link_batch`). Also returns which entries' frames are damaged (a bool per
+    entry): their payloads are left out of the batch (none for that entry). ``(None, damaged)`` if a
+    payload is not a link payload as :func:`decode_link_batch` reads them; ``ValueError`` for a damaged
+    payload in a sound frame."""
+    size = np.fromiter(map(len, frames), dtype=np.int64, count=len(frames))
+    buf = b"".join(frames)
+    u8 = np.frombuffer(buf, dtype=np.uint8)
+    end = np.cumsum(size)
+    pos = end - size
+    damaged = np.zeros(len(frames), dtype=bool)
+    found_entry: list[np.ndarray] = []
+    found_at: list[np.ndarray] = []
+    found_len: list[np.ndarray] = []
+    active = np.flatnonzero(pos < end)
+    while active.size:  # the k-th payload of every entry that has one, at once
+        at = pos[active]
+        short = at + 4 > end[active]
+        n = _u32_at(u8, np.where(short, 0, at))
+        short |= at + 4 + n > end[active]
+        if short.any():
+            damaged[active[short]] = True
+            active, at, n = active[~short], at[~short], n[~short]
+        found_entry.append(active)
+        found_at.append(at + 4)
+        found_len.append(n)
+        pos[active] = at + 4 + n
+        active = active[pos[active] < end[active]]
+    entry = np.concatenate(found_entry) if found_entry else np.zeros(0, dtype=np.int64)
+    offs = np.concatenate(found_at) if found_at else np.zeros(0, dtype=np.int64)
+    length = np.concatenate(found_len) if found_len else np.zeros(0, dtype=np.int64)
+    keep = ~damaged[entry]
+    order = np.argsort(offs[keep], kind="stable")  # entry by entry, parent by parent: as the bytes lie
+    offs, length, entry = offs[keep][order], length[keep][order], entry[keep][order]
+    sizes = np.bincount(entry, minlength=len(frames)).astype(np.int64)
+    return _joined_link_batch(buf, offs, length, sizes), damaged
+
+
+def _u32_at(u8: np.ndarray, at: np.ndarray) -> np.ndarray:
+    """The little-endian uint32 at each byte offset ``at`` of ``u8``, as int64."""
+    out = u8[at].astype(np.int64)
+    for i in (1, 2, 3):
+        out |= u8[at + i].astype(np.int64) << (8 * i)
+    return out
+
+
+def _joined_link_batch(buf: bytes, offs: np.ndarray, length: np.ndarray, sizes: np.ndarray) -> LinkBatch | None:
+    """The link payloads at ``buf[offs[i] : offs[i] + length[i]]`` (``sizes[j]`` of them for entry j, in order)
+    as one :class:`LinkBatch`; ``None`` unless all are link payloads with the same number of side views.
+    ``ValueError`` for a damaged one.
+
+    The headers and side views are gathered from the joined bytes with array operations; each payload's
+    gaps or ids are cut out with one slice and joined, and one running sum restarted at each compact
+    payload (``_restart_sums``) turns the gaps into ids.
+    """
+    if not len(offs):
+        return LinkBatch(sizes, np.zeros(0, np.int64), np.zeros(0, np.int32), None)
+    if length.min() < 6:
+        return None
+    u8 = np.frombuffer(buf, dtype=np.uint8)
+    kind = u8[offs]
+    delta = kind == _DELTAS[0]
+    plain = kind == _LINK[0]
+    if not np.all(delta | plain):
+        return None
+    counts = _u32_at(u8, offs + 1)
+    # the number of side views: after the header of a compact payload, after the ids of a plain one
+    at_k = np.where(delta, offs + 5, offs + 5 + 4 * counts)
+    if np.any(at_k >= offs + length):
+        return None
+    ks = u8[at_k]
+    k = int(ks[0])
+    if np.any(ks != k):
+        return None
+    if np.any(length != np.where(plain, 6 + 4 * counts + 4 * k, 6 + 4 * k + 2 * counts)):
+        raise ValueError("damaged link payload")
+    side = None
+    if k:
+        at_side = np.where(plain, offs + 6 + 4 * counts, offs + 6)
+        side = u8[at_side[:, None] + np.arange(4 * k)].view("<f4").reshape(-1, k)
+    ids = np.empty(0, dtype=np.int32)
+    if delta.any():
+        starts = offs[delta] + 6 + 4 * k
+        ends = starts + 2 * counts[delta]
+        gaps = np.frombuffer(b"".join([buf[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]), "<u2")
+        ids = _restart_sums(gaps.astype(np.uint32), counts[delta]).view(np.int32)
+    if plain.any():
+        starts = offs[plain] + 5
+        ends = starts + 4 * counts[plain]
+        own = np.frombuffer(b"".join([buf[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]), "<i4")
+        if delta.any():
+            in_delta = np.repeat(delta, counts)
+            joined = np.empty(len(in_delta), dtype=np.int32)
+            joined[in_delta] = ids
+            joined[~in_delta] = own
+            ids = joined
+        else:
+            ids = own.astype(np.int32)
+    return LinkBatch(sizes, counts, ids, side)
+
+
 def _ids_from_gaps(gaps: bytes, counts: np.ndarray) -> np.ndarray:
     """The int32 ids of consecutive compact payloads from their 2-byte gaps joined (``counts[i]`` each): one
     ``cumsum`` over all, restarted at each payload (its first gap counts from 0)."""

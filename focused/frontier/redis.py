@@ -88,8 +88,7 @@ import json
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from functools import partial
+from collections.abc import Callable, Collection, Iterable, Sequence
 from typing import Any, TypeVar, cast
 
 import redis
@@ -97,17 +96,17 @@ from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from focused.frontier import redis_lua
+from focused.frontier.redis_lua import MAX_PRIORITY, SHIFT, priority_of
+from focused.frontier.rescore_redis import RedisRescore
 from focused.frontier.store import (
     BadEntry,
     Popped,
     Push,
     PushResult,
-    Rescorer,
     StoreError,
     check_options,
     frame,
     tie_value,
-    unframe,
 )
 
 logger = logging.getLogger(__name__)
@@ -116,10 +115,6 @@ T = TypeVar("T")
 
 FORMAT = "focused.frontier.redis"
 FORMAT_VERSION = 1
-SHIFT = 2**33
-MAX_PRIORITY = 2**20 - 1
-#: waiting entries read per ZSCAN/HMGET round trip when re-scoring
-RESCORE_CHUNK = 10_000
 #: expired leases requeued per script call
 REAP_LIMIT = 1000
 #: :meth:`RedisStore.maybe_commit` reaps when no call of this worker reaped (every pop does) for this long
@@ -134,16 +129,6 @@ KEY_NAMES = (
 def connect(url: str, timeout: float = 10.0) -> redis.Redis:
     """A client for ``url`` (``redis://HOST:PORT/DB``), with socket timeouts; the store does the retrying."""
     return redis.Redis.from_url(url, socket_timeout=timeout, socket_connect_timeout=timeout)
-
-
-def score(priority: int, rank: int) -> int:
-    """The waiting score of an entry (module docstring): lower pops first."""
-    return -max(-MAX_PRIORITY, min(MAX_PRIORITY, int(priority))) * SHIFT + rank
-
-
-def priority_of(value: float) -> int:
-    """The priority a waiting score encodes."""
-    return -(int(value) // SHIFT)
 
 
 class RedisStore:
@@ -400,71 +385,12 @@ class RedisStore:
             self._call(lambda: self._scripts["give_back"](self._keys("waiting", "leases", "popped"), keys))
             self._held.difference_update(keys)
 
-    def rescore(self, rescorer: Rescorer) -> int:
-        """Re-score waiting entries in chunks: ZSCAN + HMGET of their payloads, then one ``ZADD XX`` per chunk.
-
-        An entry popped meanwhile by another worker is not re-added (``XX``);
-        one merged meanwhile gets the re-scored priority.
-        """
-        self._send_acks()
-        changed = 0
-        done: set[bytes] = set()
-        cursor = 0
-        while True:
-            self.maybe_commit()  # a long re-scoring holds the reactor: keep this worker's leases alive
-            cursor, pairs = self._call(partial(self._zscan, cursor))
-            pairs = [(m, s) for m, s in pairs if m not in done]
-            done.update(m for m, _ in pairs)
-            if pairs:
-                changed += self._rescore_chunk(rescorer, pairs)
-            if cursor == 0:
-                return changed
-
-    def _zscan(self, cursor: int) -> tuple[int, list[tuple[bytes, float]]]:
-        return cast(Any, self.client.zscan(self.k["waiting"], cursor, count=RESCORE_CHUNK))
-
-    def _rescore_chunk(self, rescorer: Rescorer, pairs: list[tuple[bytes, float]]) -> int:
-        members = [m for m, _ in pairs]
-        blobs: list[bytes | None] = self._call(lambda: cast(Any, self.client.hmget(self.k["payloads"], members)))
-        entries, payloads = self._unframed(pairs, blobs)
-        if not entries:
-            return 0
-        new = rescorer(payloads)
-        if len(new) != len(entries):
-            raise ValueError(f"rescorer returned {len(new)} priorities for {len(entries)} entries")
-        updates = {}
-        for (member, old), p in zip(entries, new, strict=True):
-            if p is not None and int(p) != priority_of(old):
-                updates[member] = score(int(p), old % SHIFT)
-        if updates:
-            self._call(lambda: self.client.zadd(self.k["waiting"], cast(Any, updates), xx=True))
-        return len(updates)
-
     def rescore_start(self) -> RedisRescore:
-        """A background re-score of the waiting entries (:class:`RedisRescore`)."""
+        """A re-score of the waiting entries (:class:`~focused.frontier.rescore_redis.RedisRescore`)."""
         self._send_acks()
         job = RedisRescore(self)
         self._jobs.append(job)
         return job
-
-    def _unframed(
-        self, pairs: list[tuple[bytes, float]], blobs: list[bytes | None]
-    ) -> tuple[list[tuple[bytes, int]], list[list[bytes]]]:
-        """The (member, score) of the entries whose payloads unframe, and their payloads; the others are
-        skipped (their priority kept) and counted in :attr:`bad_payloads` (the scheduler logs one line)."""
-        entries: list[tuple[bytes, int]] = []
-        payloads: list[list[bytes]] = []
-        for (member, value), blob in zip(pairs, blobs, strict=True):
-            if not blob:
-                continue
-            try:
-                payloads.append(unframe(blob))
-            except ValueError as exc:
-                self.bad_payloads += 1
-                logger.debug("Redis frontier %s: payloads of %s skipped in the re-score (%s)", self.prefix, member, exc)
-                continue
-            entries.append((member, int(value)))
-        return entries, payloads
 
     def seen(self, key: str) -> bool:
         return bool(self._call(lambda: self.client.sismember(self.k["seen"], key)))
@@ -478,6 +404,26 @@ class RedisStore:
         """Entries in flight at every worker of this frontier."""
         self._send_acks()
         return int(self._call(lambda: self.client.zcard(self.k["leases"])))
+
+    def in_flight_elsewhere(self, mine: Collection[str]) -> int:
+        """Entries in flight at the other workers: every lease but those on the keys ``mine`` (this worker's
+        leases not yet acknowledged), counted in one ``MULTI``. Not ``in_flight - len(mine)``: a lease of
+        this worker that expired is no longer in ``leases`` (another worker may have fetched and acknowledged
+        its entry), and subtracting it would hide another worker's lease. A key of ``mine`` that another
+        worker leased again is counted as this worker's: it fetched that page and pushed its links already."""
+        self._send_acks()
+        keys = list(set(mine))  # a key this worker popped again after its lease expired: one lease
+
+        def count() -> int:
+            with self.client.pipeline(transaction=True) as pipe:
+                pipe.zcard(self.k["leases"])
+                if keys:
+                    pipe.zmscore(self.k["leases"], keys)
+                replies = pipe.execute()
+            held = sum(score is not None for score in replies[1]) if keys else 0
+            return int(replies[0]) - held
+
+        return int(self._call(count))
 
     def get_meta(self, key: str, default: Any = None) -> Any:
         raw = self._call(lambda: self.client.hget(self.k["meta"], key))
@@ -551,50 +497,6 @@ class RedisStore:
         """Delete this frontier from Redis (every key under the prefix); returns how many keys existed."""
         pops = self._call(lambda: list(self.client.scan_iter(match=f"{self.prefix}:frontier:pop:*", count=1000)))
         return int(self._call(lambda: self.client.delete(*(self.k[name] for name in KEY_NAMES), *pops)))
-
-
-class RedisRescore:
-    """:class:`~focused.frontier.store.RescoreJob` of the Redis store: ZSCAN + HMGET of the payloads in a thread
-    (the client is thread-safe), then one ``ZADD XX`` per slice on the crawler's thread, which skips the entries
-    popped meanwhile (by any worker: ``XX``) and those this worker pushed since the start (their merge
-    stands). Another worker's merge meanwhile gets the re-scored priority, as with :meth:`RedisStore.rescore`."""
-
-    def __init__(self, store: RedisStore) -> None:
-        self.store = store
-        self.touched: set[bytes] = set()
-
-    def read(self) -> Iterator[tuple[Sequence[Any], list[list[bytes]]]]:
-        store = self.store
-        done: set[bytes] = set()
-        cursor = 0
-        while not store._closed:
-            cursor, pairs = store._call(partial(store._zscan, cursor))
-            pairs = [(m, s) for m, s in pairs if m not in done]
-            done.update(m for m, _ in pairs)
-            if pairs:
-                members = [m for m, _ in pairs]
-                blobs = store._call(partial(store.client.hmget, store.k["payloads"], members))
-                ids, payloads = store._unframed(pairs, cast(Any, blobs))
-                if ids:
-                    yield ids, payloads
-            if cursor == 0:
-                return
-
-    def apply(self, ids: Sequence[Any], priorities: Sequence[int | None]) -> int:
-        store, touched = self.store, self.touched
-        updates = {
-            member: score(int(p), old % SHIFT)
-            for (member, old), p in zip(ids, priorities, strict=True)
-            if p is not None and int(p) != priority_of(old) and member not in touched
-        }
-        if updates and not store._closed:
-            store._call(lambda: store.client.zadd(store.k["waiting"], cast(Any, updates), xx=True))
-            return len(updates)
-        return 0
-
-    def close(self) -> None:
-        if self in self.store._jobs:
-            self.store._jobs.remove(self)
 
 
 def read_quarantine(client: redis.Redis, prefix: str) -> dict[str, dict[str, Any]]:

@@ -11,6 +11,21 @@ machines need no synchronised clocks.
 
 from __future__ import annotations
 
+#: A waiting score is ``-priority * SHIFT + rank`` (:func:`score`), priorities clipped to ``±MAX_PRIORITY``.
+SHIFT = 2**33
+MAX_PRIORITY = 2**20 - 1
+
+
+def score(priority: int, rank: int) -> int:
+    """The waiting score of an entry (the store's docstring): lower pops first."""
+    return -max(-MAX_PRIORITY, min(MAX_PRIORITY, int(priority))) * SHIFT + rank
+
+
+def priority_of(value: float) -> int:
+    """The priority a waiting score encodes."""
+    return -(int(value) // SHIFT)
+
+
 #: Shared by the scripts: exact score text, the lease clock, and the reaper.
 #: KEYS[1] waiting, KEYS[2] leases, KEYS[3] popped (key -> its waiting score) in every script that reaps.
 PRELUDE = """

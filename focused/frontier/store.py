@@ -32,14 +32,27 @@ from typing import Any, Protocol
 AGGREGATIONS = ("first", "max", "mean")
 TIEBREAKS = ("fifo", "random")
 
-#: ``rescorer(payloads_per_entry) -> priorities``: called with the parents' payloads
-#: of a batch of waiting entries (each a list of bytes); returns each entry's new
-#: priority, or ``None`` to keep it.
-Rescorer = Callable[[list[list[bytes]]], Sequence[int | None]]
+
+@dataclass(frozen=True)
+class Framed:
+    """The parents' payloads of a chunk of waiting entries as a durable store keeps them: one
+    :func:`frame` per entry (unframed by whoever reads them, all at once:
+    :func:`~focused.frontier.payloads.decode_framed_link_batch`)."""
+
+    blobs: list[bytes]
+
+
+#: The parents' payloads of a chunk of waiting entries: a list of payloads (bytes) per entry, or framed.
+Payloads = list[list[bytes]] | Framed
+
+#: ``rescorer(payloads) -> priorities``: called with the parents' payloads of a chunk of waiting entries;
+#: returns each entry's new priority, or ``None`` to keep it.
+Rescorer = Callable[[Payloads], Sequence[int | None]]
 
 
 class RescoreJob(Protocol):
-    """A re-score of the waiting entries in the background (:meth:`FrontierStore.rescore_start`).
+    """A re-score of the waiting entries (:meth:`FrontierStore.rescore_start`), run at once or in the
+    background (:mod:`focused.frontier.rescore`).
 
     The store's waiting entries are fixed when the job starts. :meth:`read` may run in another thread
     (it reads what it needs without the store's own connection or objects it changes); :meth:`apply`
@@ -48,7 +61,7 @@ class RescoreJob(Protocol):
     push had come after the re-score). :meth:`close` ends the job (after its last apply, or to drop it).
     """
 
-    def read(self) -> Iterator[tuple[Sequence[Any], list[list[bytes]]]]:
+    def read(self) -> Iterator[tuple[Sequence[Any], Payloads]]:
         """Chunks of (entry ids, each entry's parents' payloads), in any thread."""
         ...
 
@@ -126,12 +139,8 @@ class FrontierStore(Protocol):
         """In-flight entries go back to waiting with their priority."""
         ...
 
-    def rescore(self, rescorer: Rescorer) -> int:
-        """New priorities for every waiting entry from its payloads; returns how many changed."""
-        ...
-
     def rescore_start(self) -> RescoreJob:
-        """Start a background re-score of the entries waiting now (:class:`RescoreJob`)."""
+        """Start a re-score of the entries waiting now (:class:`RescoreJob`)."""
         ...
 
     def seen(self, key: str) -> bool:

@@ -290,8 +290,8 @@ def markdown(result: dict[str, Any]) -> str:
         "up to FOCUSED_MAX_UNSCORED_PAGES=16 pages may await scoring).",
         "",
         "| crawler | responses/s | CPU ms per response | vs plain: responses/s | vs plain: CPU | peak RSS MB "
-        "| harvest |",
-        "|---|---|---|---|---|---|---|",
+        "| harvest | worst lag ms |",
+        "|---|---|---|---|---|---|---|---|",
     ]
     for name, *_ in CRAWLERS:
         med, ratio = tp["median"][name], tp["ratio_to_plain"].get(name, {})
@@ -304,12 +304,14 @@ def markdown(result: dict[str, Any]) -> str:
                 f"{ratio['cpu_ms_per_response']}x" if ratio.get("cpu_ms_per_response") else "1.00",
                 med["peak_rss_mb"],
                 med["harvest"],
+                med.get("max_reactor_lag_ms"),
             )
         )
     lines += [
         "",
         "Memory of the same crawls (medians): the peak resident set of the crawl process and of its "
-        "page-analysis worker apart (the table's peak RSS is their sum), and the growth of the crawl "
+        "page-analysis worker apart (the table's peak RSS is the peak of the sum of the crawl process and its "
+        "children: the worker and multiprocessing's resource tracker, ~15 MB), and the growth of the crawl "
         "process's resident set per fetched page (least-squares slope of its RSS against the pages in the "
         "crawl database, sampled every second past the first third of the crawl; the plain spider keeps no "
         "database):",

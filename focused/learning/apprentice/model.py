@@ -200,15 +200,16 @@ class ApprenticeModel:
         """
         M = as_matrix(X, self.n_features)
         n_slots = self.weights.size
-        slots = self.slot_of[M.indices]
-        unseen = (slots < 0) | (slots >= n_slots)
-        slots[unseen] = n_slots
-        S = sp.csr_matrix((M.data, slots, M.indptr), shape=(M.shape[0], n_slots + 1))
+        slots = np.asarray(self.slot_of[M.indices], dtype=np.int32).view(np.uint32)
+        np.minimum(slots, n_slots, out=slots)  # unseen (-1 wraps past 2**31) and later slots: the padding column
+        S = sp.csr_matrix((M.data, slots.view(np.int32), M.indptr), shape=(M.shape[0], n_slots + 1))
         evidence = np.asarray(S @ self._padded, dtype=np.float64)
-        # the known features' counts, added row by row in order (what a product with a 0/1 vector adds)
-        rows = np.repeat(np.arange(M.shape[0]), np.diff(M.indptr))
-        n_known = np.bincount(rows, weights=np.where(unseen, 0.0, M.data), minlength=M.shape[0])
-        return evidence, n_known.astype(np.float64, copy=False)
+        # the known features' counts: the product with 1 for each slot and 0 for the padding (whole numbers,
+        # exact in any order)
+        known = np.ones(n_slots + 1)
+        known[n_slots] = 0.0
+        n_known = np.asarray(S @ known, dtype=np.float64)
+        return evidence, n_known
 
     def log_odds(self, X: Features) -> np.ndarray:
         """Raw naive Bayes log-odds ``log Pr(HIGH|x) − log Pr(LOW|x)`` (the paper's score, uncalibrated)."""

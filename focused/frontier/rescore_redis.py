@@ -1,0 +1,62 @@
+"""The Redis store's re-score job (:mod:`focused.frontier.rescore`): apart from the others, which never need Redis."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any, cast
+
+from focused.frontier import rescore
+from focused.frontier.redis_lua import SHIFT, priority_of, score
+from focused.frontier.store import Framed, Payloads
+
+if TYPE_CHECKING:
+    from focused.frontier.redis import RedisStore
+
+
+class RedisRescore:
+    """ZSCAN + HMGET of the payloads, chunk by chunk, maybe in a thread (the client is thread-safe); then one
+    ``ZADD XX`` per slice on the crawler's thread, which skips the entries popped meanwhile (by any worker:
+    ``XX``) and those this worker pushed since the start (their merge stands). Another worker's merge
+    meanwhile gets the re-scored priority."""
+
+    def __init__(self, store: RedisStore) -> None:
+        self.store = store
+        self.touched: set[bytes] = set()
+
+    def read(self) -> Iterator[tuple[Sequence[Any], Payloads]]:
+        store = self.store
+        done: set[bytes] = set()
+        cursor = 0
+        while not store._closed:
+            cursor, pairs = store._call(partial(self._zscan, cursor))
+            pairs = [(m, s) for m, s in pairs if m not in done]  # ZSCAN may return a member twice
+            done.update(m for m, _ in pairs)
+            if pairs:
+                members = [m for m, _ in pairs]
+                blobs = cast(list[bytes | None], store._call(partial(store.client.hmget, store.k["payloads"], members)))
+                kept = [(pair, blob) for pair, blob in zip(pairs, blobs, strict=True) if blob]
+                if kept:
+                    yield [(m, int(s)) for (m, s), _ in kept], Framed([cast(bytes, blob) for _, blob in kept])
+            if cursor == 0:
+                return
+
+    def _zscan(self, cursor: int) -> tuple[int, list[tuple[bytes, float]]]:
+        store = self.store
+        return cast(Any, store.client.zscan(store.k["waiting"], cursor, count=rescore.RESCORE_CHUNK))
+
+    def apply(self, ids: Sequence[Any], priorities: Sequence[int | None]) -> int:
+        store, touched = self.store, self.touched
+        updates = {
+            member: score(int(p), old % SHIFT)
+            for (member, old), p in zip(ids, priorities, strict=True)
+            if p is not None and int(p) != priority_of(old) and member not in touched
+        }
+        if updates and not store._closed:
+            store._call(lambda: store.client.zadd(store.k["waiting"], cast(Any, updates), xx=True))
+            return len(updates)
+        return 0
+
+    def close(self) -> None:
+        if self in self.store._jobs:
+            self.store._jobs.remove(self)
