@@ -7,7 +7,7 @@ import math
 
 import numpy as np
 
-from focused.learning.apprentice.features import from_compact
+from focused.learning.apprentice.countmatrix import from_compact
 from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.model import ApprenticeModel
 from focused.learning.apprentice.stats import (

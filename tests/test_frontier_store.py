@@ -14,9 +14,10 @@ import pytest
 
 from focused.frontier.memory import MemoryStore
 from focused.frontier.redis import RedisStore, connect
-from focused.frontier.rescore import run_job
+from focused.frontier.rescore import RESCORE_CACHE_KIB, run_job
 from focused.frontier.sqlite import SQLiteStore
 from focused.frontier.store import Framed, Push, PushResult, StoreError, frame, unframe
+from tests.killed import run_killed
 
 _prefixes = itertools.count()
 
@@ -216,15 +217,12 @@ for i in range(25):
     if i == 21:
         s.pop_many(1)
         s.commit()
-print("ready", flush=True)
-os.kill(os.getpid(), 9)
 """
 
 
 def test_sqlite_store_after_kill_9_has_every_committed_url(tmp_path):
     path = tmp_path / "f.sqlite"
-    proc = subprocess.run([sys.executable, "-c", KILLED_WRITER, str(path)], capture_output=True, text=True)
-    assert proc.returncode == -9 and "ready" in proc.stdout, proc.stderr
+    run_killed(KILLED_WRITER, path)
     s = make_sqlite(path)
     # 22 pushes committed with the pop; the last 3 were in the open transaction
     assert s.requeued == 1 and len(s) == 22
@@ -288,8 +286,20 @@ def test_rescore_of_many_entries_is_chunked(tmp_path, monkeypatch):
         calls.append(len(payloads))
         return [p[0][0] for p in payloads]
 
-    assert rescore(s, rescorer) == 49
+    cache = s.conn.execute("PRAGMA cache_size").fetchone()[0]
+    sizes = []
+    job = s.rescore_start()
+    real_apply = job.apply
+
+    def apply(ids, priorities):  # the job's page cache while it writes
+        changed = real_apply(ids, priorities)
+        sizes.append(s.conn.execute("PRAGMA cache_size").fetchone()[0])
+        return changed
+
+    job.apply = apply
+    assert run_job(job, lambda payloads: rescorer([unframe(b) for b in payloads.blobs]), s.maybe_commit) == 49
     assert sum(calls) == 50 and max(calls) == 7
+    assert set(sizes) == {-RESCORE_CACHE_KIB} and s.conn.execute("PRAGMA cache_size").fetchone()[0] == cache
     assert [p.key for p in s.pop_many(3)] == ["k49", "k48", "k47"]
     s.close()
 

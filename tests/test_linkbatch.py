@@ -6,8 +6,8 @@ import scipy.sparse as sp
 
 from focused.frontier.payloads import decode_framed_link_batch, decode_link_batch, decode_payload, encode_payload
 from focused.frontier.store import frame
-from focused.learning.apprentice import features as linkfeatures
-from focused.learning.apprentice.features import csr_from_flat, from_compact, product_matrix
+from focused.learning.apprentice import countmatrix
+from focused.learning.apprentice.countmatrix import csr_from_flat, from_compact, product_matrix
 from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.linkbatch import LinkBatch
 from focused.learning.apprentice.online import OnlineApprentice
@@ -74,7 +74,7 @@ def test_other_payloads_are_left_to_the_one_by_one_decoder_and_damage_is_refused
 
 
 def test_sorted_rows_build_the_same_matrix_as_scipy_sorting_them(monkeypatch):
-    monkeypatch.setattr(linkfeatures, "RUNS_MIN_IDS", 2)  # the runs on small rows too
+    monkeypatch.setattr(countmatrix, "RUNS_MIN_IDS", 2)  # the runs on small rows too
     rng = np.random.default_rng(2)
     for _ in range(300):
         n_features = int(rng.integers(1, 30))
@@ -100,7 +100,7 @@ def test_sorted_rows_build_the_same_matrix_as_scipy_sorting_them(monkeypatch):
 
 @pytest.mark.parametrize("rows", ["rising", "repeats", "unsorted"])
 def test_the_product_matrix_gives_the_canonical_matrixs_products_to_the_last_bit(rows, monkeypatch):
-    monkeypatch.setattr(linkfeatures, "RUNS_MIN_IDS", 2)
+    monkeypatch.setattr(countmatrix, "RUNS_MIN_IDS", 2)
     rng = np.random.default_rng(8)
     high = {"rising": 2**20, "repeats": 40, "unsorted": 2**20}[rows]  # 60 ids of 40 values: many runs
     ids = [np.sort(rng.choice(high, size=int(n), replace=rows == "repeats")) for n in rng.integers(0, 60, 300)]
@@ -122,7 +122,7 @@ def test_the_product_matrix_gives_the_canonical_matrixs_products_to_the_last_bit
 @pytest.mark.parametrize("aggregation", ["max", "mean", "first"])
 @pytest.mark.parametrize("runs_from", [2, 10**9])
 def test_rescoring_a_batch_gives_the_priorities_of_rescoring_payload_by_payload(aggregation, runs_from, monkeypatch):
-    monkeypatch.setattr(linkfeatures, "RUNS_MIN_IDS", runs_from)
+    monkeypatch.setattr(countmatrix, "RUNS_MIN_IDS", runs_from)
     rng = np.random.default_rng(4)
     train = [_payload(rng, int(rng.integers(1, 40))) for _ in range(400)]
     learner = Apprentice(min_instances=1, binning="equal-prob", n_side=2)
@@ -182,3 +182,47 @@ def test_a_batch_decodes_unsorted_ids_large_ids_and_empty_payloads_exactly():
         got = batch[i]
         assert [p.ids.tolist() for p in got] == [p.ids.tolist() for p in entry]
         assert [p.side.tolist() for p in got] == [p.side.tolist() for p in entry]
+
+
+def test_the_memory_stores_rescore_scores_its_framed_payloads_in_chunks_to_the_last_bit(monkeypatch):
+    """The memory store keeps each payload framed, its re-score reads them as the durable stores' framed blobs,
+    and the decoder scores them RESCORE_CHUNK waiting URLs at a time: the link scores are the bytes of scoring
+    the whole frontier's payloads in one batch, and so are the priorities."""
+    from focused.frontier import rescore as rescore_module
+    from focused.frontier.memory import MemoryStore
+    from focused.frontier.rescore import DecodingRescorer
+    from focused.frontier.store import Framed, Push
+
+    monkeypatch.setattr(countmatrix, "RUNS_MIN_IDS", 2)
+    monkeypatch.setattr(rescore_module, "RESCORE_CHUNK", 7)
+    rng = np.random.default_rng(9)
+    train = [_payload(rng, int(rng.integers(1, 40))) for _ in range(400)]
+    learner = Apprentice(min_instances=1, binning="equal-prob", n_side=2)
+    learner.add([p.ids for p in train], rng.random(400), np.stack([p.side for p in train]))
+    online = OnlineApprentice(learner, snippet_critic=lambda texts, _urls: np.full(len(texts), 0.5))
+    online.install(learner.fit())
+    entries = _entries(3)
+    store = MemoryStore()
+    for i, entry in enumerate(entries):
+        for payload in entry or [None]:
+            store.push_many([Push(f"u{i}", i, 1, None if payload is None else encode_payload(payload))])
+    job = store.rescore_start()
+    [(ids, payloads)] = list(job.read())
+    assert isinstance(payloads, Framed) and len(ids) == len(entries)
+    batches: list[LinkBatch] = []
+
+    def scorer(batch):
+        batches.append(batch)
+        return online.rescore(batch)
+
+    got = DecodingRescorer(scorer)(payloads)
+    assert len(batches) == -(-len(entries) // 7)  # scored in chunks
+    whole = decode_link_batch(_blobs(entries))
+    assert whole is not None
+    assert got == online.rescore(whole) == online.rescore(entries)
+    assert len(set(got) - {None}) > 10  # the priorities differ: the comparison means something
+    parts = [online._link_scores(b) for b in batches]
+    chunked = np.concatenate([p[0] for p in parts if p is not None])
+    whole_scores = online._link_scores(whole)
+    assert whole_scores is not None and chunked.tobytes() == whole_scores[0].tobytes()
+    job.close()

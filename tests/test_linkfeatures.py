@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from focused.learning.apprentice.countmatrix import from_compact
 from focused.learning.apprentice.features import (
     PageLinks,
     class_features,
@@ -14,7 +15,6 @@ from focused.learning.apprentice.features import (
     compact,
     compact_many,
     extract_link_features,
-    from_compact,
     hash_features,
     tokenize,
 )

@@ -14,8 +14,9 @@ from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred, succeed
 
 from focused import signals
-from focused.core import scheduler as scheduler_module
+from focused.core import rescoring as rescoring_module
 from focused.core.scheduler import PAYLOAD_META_KEY, FocusedScheduler
+from tests.killed import run_killed
 
 _prefixes = itertools.count()
 
@@ -65,8 +66,8 @@ def threads(monkeypatch):
                 d.callback(out["result"])
 
     threads = Threads()
-    monkeypatch.setattr(scheduler_module, "deferToThread", threads.defer)
-    monkeypatch.setattr(FocusedScheduler, "_next_turn", lambda self: succeed(None))
+    monkeypatch.setattr(rescoring_module, "deferToThread", threads.defer)
+    monkeypatch.setattr(rescoring_module, "next_turn", lambda: succeed(None))
     return threads
 
 
@@ -233,21 +234,16 @@ s.push_many([Push("k3", 50, 50, b"q")])  # a new parent of a waiting URL
 reader.join()
 ids, blobs = parts[0]
 job.apply(ids[:10], [1000] * 10)  # half the new priorities written, in the open transaction
-print("ready", flush=True)
-os.kill(os.getpid(), 9)
 """
 
 
 def test_a_kill_9_during_a_background_rescore_of_sqlite_loses_nothing(tmp_path):
-    import subprocess
-    import sys
+    import json
 
     from focused.frontier.sqlite import SQLiteStore
 
     path = tmp_path / "f.sqlite"
-    proc = subprocess.run([sys.executable, "-c", KILLED_DURING_RESCORE, str(path)], capture_output=True, text=True)
-    assert proc.returncode == -9 and "ready" in proc.stdout, proc.stderr
-    import json
+    run_killed(KILLED_DURING_RESCORE, path)
 
     s = SQLiteStore(path, encode=json.dumps, decode=json.loads)
     popped = []

@@ -29,6 +29,7 @@ from focused.frontier.sqlite import SQLiteStore
 from focused.frontier.sqlite import read_quarantine as read_sqlite_quarantine
 from focused.frontier.store import Push, frame
 from focused.settings import defaults
+from tests.killed import run_killed
 from tests.sites import HOST, graph_crawl, graph_web
 from tests.test_scheduler import make_scheduler
 
@@ -205,12 +206,8 @@ def test_a_quarantined_entry_does_not_come_back_after_a_kill_9_and_resume(tmp_pa
     store.push_many([Push("bad", crafted()["class"], 9), Push("good", good(f"{HOST}/g"), 1)])
     store.commit()
     store.close()
-    script = (
-        "import os, sys; sys.path.insert(0, sys.argv[2]); from tests.test_stored_data import sqlite_store; "
-        "s = sqlite_store(sys.argv[1]); s.pop_many(1); s.commit(); os.kill(os.getpid(), 9)"
-    )
-    root = Path(__file__).resolve().parents[1]
-    subprocess.run([sys.executable, "-c", script, str(path), str(root)], cwd=root, check=False)
+    run_killed("import sys; from tests.test_stored_data import sqlite_store\n"
+               "s = sqlite_store(sys.argv[1]); s.pop_many(1); s.commit()", path)  # fmt: skip
     again = sqlite_store(path)
     try:
         assert again.requeued == 1 and len(again) == 1  # "good" was in flight: back; "bad" is not

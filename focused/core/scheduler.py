@@ -58,12 +58,12 @@ from scrapy.utils.job import job_dir
 from twisted.internet import task
 from twisted.internet.base import DelayedCall
 from twisted.internet.defer import Deferred
-from twisted.internet.threads import deferToThread
 
 from focused import signals
 from focused.core.budget import PageBudget
 from focused.core.enginestate import engine_requests, unscored_pages
 from focused.core.fingerprints import UrlFingerprints
+from focused.core.rescoring import BackgroundRescores
 from focused.frontier.leases import Leases
 from focused.frontier.memory import MemoryStore
 from focused.frontier.payloads import encode_payload
@@ -92,8 +92,6 @@ PAYLOAD_BYTES_META_KEY = "focused_payload_bytes"
 
 #: Requests a shared (Redis) frontier gets at most in one push call; a page's links go together.
 PUSH_BATCH = 1000
-#: New priorities a background re-score writes per reactor turn.
-RESCORE_APPLY = 10_000
 
 T = TypeVar("T")
 
@@ -164,9 +162,8 @@ class FocusedScheduler:
         self._unfiltered_n = 0
         #: the store's entries dropped by its own cap (Redis), counted in the stats so far
         self._dropped = 0
-        #: background re-scores under way (:meth:`rescore_background`), and the one that finishes last
-        self._rescoring = 0
-        self._rescore_tail: Deferred[None] | None = None
+        #: background re-scores under way (:meth:`rescore_background`)
+        self._background = BackgroundRescores(lambda: self._closed, self._count_bad, self._wake_now)
         #: FOCUSED_MAX_PAGES: nothing is handed out that the budget could not store
         self.budget = PageBudget.of(crawler)
         self.budget.give_back = self.give_back
@@ -334,7 +331,7 @@ class FocusedScheduler:
             # is through (each download's completion schedules its next call)
             self.stats.inc_value("focused/frontier/held_back")
             return None
-        if self._rescoring and not self.max_unscored:
+        if self._background.running and not self.max_unscored:
             # strict best-first: the re-scored priorities first (the engine is woken when they are in)
             self.stats.inc_value("focused/frontier/held_back_rescoring")
             return None
@@ -521,50 +518,15 @@ class FocusedScheduler:
         The store fixes the waiting entries now (:meth:`~focused.frontier.store.FrontierStore.rescore_start`);
         a thread reads their payloads, decodes them and runs ``scorer`` (which must not depend on state the
         crawl changes meanwhile: the apprentice passes a frozen copy); the new priorities are then written
-        here, a slice per reactor turn, to the entries that still wait and that no push merged into
-        meanwhile (the merge's priority stands, as if it had come after the re-score). Several re-scores
-        apply in the order they were asked for. With ``FOCUSED_MAX_UNSCORED_PAGES`` 0 (strict best-first) no
-        request is handed out while one is under way, so the fetch order is that of a re-score done at once.
+        here, a slice per reactor turn, to the entries that still wait and that no push merged into meanwhile
+        (the merge's priority stands, as if it had come after the re-score). Several re-scores apply in the
+        order they were asked for (:class:`~focused.core.rescoring.BackgroundRescores`). With
+        ``FOCUSED_MAX_UNSCORED_PAGES`` 0 (strict best-first) no request is handed out while one is under way, so
+        the fetch order is that of a re-score done at once.
         """
         self._flush()
-        job = self.store.rescore_start()
-        bad_before = self.store.bad_payloads
         self.stats.inc_value("focused/frontier/rescored", len(self.store))
-        previous, finished = self._rescore_tail, Deferred[None]()
-        self._rescore_tail = finished
-        self._rescoring += 1
-
-        async def run() -> int:
-            try:
-                if previous is not None:
-                    await previous
-                rescorer = DecodingRescorer(scorer)
-                parts = await deferToThread(lambda: [(ids, rescorer(blobs)) for ids, blobs in job.read()])
-                changed = 0
-                for ids, new in parts:
-                    for start in range(0, len(ids), RESCORE_APPLY):
-                        if self._closed:  # the store is closed: the re-score is dropped
-                            return changed
-                        part = slice(start, start + RESCORE_APPLY)
-                        changed += job.apply(ids[part], new[part])
-                        await self._next_turn()  # the reactor runs between slices
-                job.close()  # the payloads the store could not unframe are counted by then
-                self._count_bad(rescorer.bad + self.store.bad_payloads - bad_before)
-                return changed
-            finally:
-                job.close()
-                self._rescoring -= 1
-                finished.callback(None)
-                if not self._rescoring:
-                    self._wake_now()
-
-        return Deferred.fromCoroutine(run())
-
-    def _next_turn(self) -> Deferred[None]:
-        """A Deferred that fires in the reactor's next turn."""
-        from twisted.internet import reactor
-
-        return task.deferLater(reactor, 0, lambda: None)
+        return self._background.start(self.store, scorer)
 
     def _count_bad(self, bad: int) -> None:
         if bad:

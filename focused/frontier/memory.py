@@ -35,8 +35,11 @@ class MemoryStore:
     def push_many(self, pushes: Sequence[Push]) -> list[PushResult]:
         results = []
         for push in pushes:
+            # each payload kept framed (a 4-byte length, then the payload): a re-score joins an entry's
+            # frames into the framed blob the durable stores keep, and one decoder reads every store's
+            payload = None if push.payload is None else len(push.payload).to_bytes(4, "little") + push.payload
             if push.key in self.heap:
-                self.heap.push(push.key, push.item, push.priority, push.payload)
+                self.heap.push(push.key, push.item, push.priority, payload)
                 results.append(PushResult.MERGED)
                 for job in self._jobs:
                     job.touched.add(push.key)
@@ -44,7 +47,7 @@ class MemoryStore:
                 results.append(PushResult.SEEN)
             else:
                 self._seen.add(push.key)
-                self.heap.push(push.key, self._packer.pack(push.item), push.priority, push.payload)
+                self.heap.push(push.key, self._packer.pack(push.item), push.priority, payload)
                 results.append(PushResult.NEW)
         return results
 

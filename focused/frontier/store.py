@@ -35,8 +35,8 @@ TIEBREAKS = ("fifo", "random")
 
 @dataclass(frozen=True)
 class Framed:
-    """The parents' payloads of a chunk of waiting entries as a durable store keeps them: one
-    :func:`frame` per entry (unframed by whoever reads them, all at once:
+    """The parents' payloads of a chunk of waiting entries as a durable store keeps them (and as the memory
+    store's re-score joins them): one :func:`frame` per entry (unframed by whoever reads them, all at once:
     :func:`~focused.frontier.payloads.decode_framed_link_batch`)."""
 
     blobs: list[bytes]

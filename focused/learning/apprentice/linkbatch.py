@@ -17,7 +17,7 @@ from typing import overload
 import numpy as np
 import scipy.sparse as sp
 
-from focused.learning.apprentice.features import csr_from_flat, product_matrix
+from focused.learning.apprentice.countmatrix import csr_from_flat, product_matrix
 from focused.learning.apprentice.payload import LinkPayload
 
 __all__ = ["LinkBatch"]
@@ -54,7 +54,7 @@ class LinkBatch(Sequence[list[LinkPayload]]):
 
     def product_matrix(self, n_features: int) -> sp.csr_matrix:
         """A matrix whose products with a vector are those of :meth:`matrix`, to the last bit, built in
-        fewer passes (:func:`~focused.learning.apprentice.features.product_matrix`): for a model's scores."""
+        fewer passes (:func:`~focused.learning.apprentice.countmatrix.product_matrix`): for a model's scores."""
         return product_matrix(self.lengths, self.ids, n_features)
 
     # -- as a sequence of per-URL payload lists, for scorers that do not read batches --------------

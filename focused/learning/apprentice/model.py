@@ -20,7 +20,8 @@ from typing import Any, TypeAlias, TypeVar
 import numpy as np
 import scipy.sparse as sp
 
-from focused.learning.apprentice.features import compact_many, from_compact
+from focused.learning.apprentice.countmatrix import from_compact
+from focused.learning.apprentice.features import compact_many
 from focused.learning.apprentice.stats import normalize_evidence, sigmoid
 from focused.learning.modelfile import ModelFileError, read_model, save_model
 

@@ -1,0 +1,82 @@
+"""The scheduler's background re-scores: read and score in a thread, apply a slice per reactor turn.
+
+:meth:`~focused.core.scheduler.FocusedScheduler.rescore_background` starts one here. The store
+fixes the entries waiting when it starts (:meth:`~focused.frontier.store.FrontierStore.rescore_start`);
+a thread reads their payloads, decodes them and runs the scorer
+(:class:`~focused.frontier.rescore.DecodingRescorer`); the new priorities are then written on the
+reactor thread, :data:`RESCORE_APPLY` per turn, so that the crawl goes on between slices. Several
+re-scores apply in the order they were asked for.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from twisted.internet import task
+from twisted.internet.defer import Deferred
+from twisted.internet.threads import deferToThread
+
+from focused.frontier.rescore import DecodingRescorer, Scorer
+from focused.frontier.store import FrontierStore
+
+#: New priorities a background re-score writes per reactor turn.
+RESCORE_APPLY = 10_000
+
+
+def next_turn() -> Deferred[None]:
+    """A Deferred that fires in the reactor's next turn."""
+    from twisted.internet import reactor
+
+    return task.deferLater(reactor, 0, lambda: None)
+
+
+class BackgroundRescores:
+    """The background re-scores of one scheduler, applied one after another.
+
+    ``closed()`` says whether the scheduler has closed (a re-score still applying is then dropped: the store
+    is closed), ``count_bad(n)`` counts the waiting entries whose payloads were damaged, and ``done()`` is
+    called when the last re-score under way has finished (the scheduler wakes the engine: strict best-first
+    holds requests back while one is under way).
+    """
+
+    def __init__(self, closed: Callable[[], bool], count_bad: Callable[[int], None], done: Callable[[], None]) -> None:
+        self.closed = closed
+        self.count_bad = count_bad
+        self.done = done
+        #: re-scores under way
+        self.running = 0
+        self._tail: Deferred[None] | None = None  # fires when the last one asked for has finished
+
+    def start(self, store: FrontierStore, scorer: Scorer) -> Deferred[int]:
+        """Re-score the entries of ``store`` waiting now with ``scorer``; fires with how many changed."""
+        job = store.rescore_start()
+        bad_before = store.bad_payloads
+        previous, finished = self._tail, Deferred[None]()
+        self._tail = finished
+        self.running += 1
+
+        async def run() -> int:
+            try:
+                if previous is not None:
+                    await previous
+                rescorer = DecodingRescorer(scorer)
+                parts = await deferToThread(lambda: [(ids, rescorer(blobs)) for ids, blobs in job.read()])
+                changed = 0
+                for ids, new in parts:
+                    for start in range(0, len(ids), RESCORE_APPLY):
+                        if self.closed():  # the store is closed: the re-score is dropped
+                            return changed
+                        part = slice(start, start + RESCORE_APPLY)
+                        changed += job.apply(ids[part], new[part])
+                        await next_turn()  # the reactor runs between slices
+                job.close()  # the payloads the store could not unframe are counted by then
+                self.count_bad(rescorer.bad + store.bad_payloads - bad_before)
+                return changed
+            finally:
+                job.close()
+                self.running -= 1
+                finished.callback(None)
+                if not self.running:
+                    self.done()
+
+        return Deferred.fromCoroutine(run())
