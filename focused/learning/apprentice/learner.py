@@ -30,6 +30,7 @@ from focused.learning.apprentice.model import (
     check_params,
     read_apprentice_file,
 )
+from focused.learning.apprentice.packed import pack_into, packed_buffer, take
 from focused.learning.apprentice.stats import (
     add_counts,
     equal_prob_threshold,
@@ -99,8 +100,8 @@ class Apprentice:
     Memory: the per-bucket counts are kept for the features seen only (a *slot* each, in the order
     they were first seen: 2 float64 and an int32 id a slot, plus one int32 map of the hashed feature
     space, shared with the models fitted, which keep their weights per slot too); the
-    raw instances are kept as int32 ids (about 4 bytes per feature occurrence,
-    ~25 MB for 100k links of 60 features): they let equal-prob binning move
+    raw instances are kept as ids of 3 bytes (:mod:`~focused.learning.apprentice.packed`; 3 bytes per
+    feature occurrence, ~18 MB for 100k links of 60 features): they let equal-prob binning move
     instances between buckets, feed the calibration, and make :meth:`save`
     resumable. :meth:`add` and :meth:`fit` may run in different threads.
     """
@@ -132,7 +133,7 @@ class Apprentice:
         check_params(self.get_params())
 
         self._lock = threading.Lock()
-        self._ids = np.zeros(1024, dtype=np.int32)
+        self._ids = packed_buffer(1024)  # every instance's ids, 3 bytes each (ids are below 2**24)
         self._n_ids = 0
         self._indptr = np.zeros(129, dtype=np.int64)
         self._rel = np.zeros(128, dtype=np.float64)
@@ -210,7 +211,7 @@ class Apprentice:
         with self._lock:
             n, k = self._n, len(rel)
             self._reserve(n + k, self._n_ids + len(ids))
-            self._ids[self._n_ids : self._n_ids + len(ids)] = ids
+            pack_into(self._ids, self._n_ids, ids)
             self._indptr[n + 1 : n + k + 1] = self._n_ids + np.cumsum(lengths)
             self._rel[n : n + k] = rel
             if self.n_side:
@@ -332,7 +333,7 @@ class Apprentice:
                 "params": self.get_params(),
                 "feature_params": dict(self.feature_params),
                 "stats": {
-                    "ids": self._ids[: self._n_ids].copy(),
+                    "ids": take(self._ids, slice(0, self._n_ids)),
                     "indptr": self._indptr[: n + 1].copy(),
                     "relevances": self._rel[:n].copy(),
                     "side": self._side[:n].copy(),

@@ -1,7 +1,8 @@
 """The apprentice's arithmetic: naive Bayes weights, bucket counts, thresholds and the stacked sigmoid.
 
 Plain numpy functions over the learner's flat instance buffers (feature ids of
-all instances in one int32 array, ``indptr`` marking where each instance starts),
+all instances in one array, int32 or packed in 3 bytes an id (:mod:`~focused.learning.apprentice.packed`),
+``indptr`` marking where each instance starts),
 shared by :class:`~focused.learning.apprentice.learner.Apprentice`, which trains,
 and :class:`~focused.learning.apprentice.model.ApprenticeModel`, which predicts.
 """
@@ -10,9 +11,11 @@ from __future__ import annotations
 
 import logging
 import math
-import warnings
 
 import numpy as np
+
+from focused.learning.apprentice.packed import take
+from focused.learning.logistic import fit_logistic
 
 __all__ = [
     "add_counts",
@@ -29,27 +32,45 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Inverse L2 strength of the calibration/stacking logistic regression (standardised NB score, side
-#: features in logit units): weak on thousands of instances, firm on the few dozen of an early model.
+#: Inverse L2 strength (scikit-learn's ``C``) of the calibration/stacking logistic regression (standardised NB
+#: score, side features in logit units): weak on thousands of instances, firm on the few dozen of an early model.
 _STACK_C = 1.0
+#: Occurrences mapped to slots at a time by :func:`feature_ranks` (4 MB of int32).
+_CHUNK = 1 << 20
 
 
 def segments(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Positions in the id buffer of the given instances, and each instance's length."""
+    """Positions in the id buffer of the given instances, and each instance's length.
+
+    The positions are built in one array (a cumulative sum of steps of 1 that jumps at each instance's
+    start), int32 while the buffer allows: the calibration takes the positions of millions of occurrences,
+    and the three int64 temporaries of a repeat-plus-arange were the largest part of a retrain's peak."""
     starts = indptr[rows]
     lengths = indptr[rows + 1] - starts
     total = int(lengths.sum())
-    offsets = np.repeat(starts - np.concatenate([[0], np.cumsum(lengths)[:-1]]), lengths)
-    return offsets + np.arange(total), lengths
+    dtype = np.int32 if len(indptr) and int(indptr[-1]) < 2**31 else np.int64
+    pos = np.ones(total, dtype=dtype)
+    if total:
+        nonempty = lengths > 0
+        s, n = starts[nonempty], lengths[nonempty]
+        heads = np.cumsum(n) - n
+        # each position but a start is the one before + 1; a start jumps from the previous instance's end
+        pos[heads[1:]] = s[1:] - (s[:-1] + n[:-1]) + 1
+        pos[0] = s[0]
+        np.cumsum(pos, out=pos)
+    return pos, lengths
 
 
-def feature_ranks(ids: np.ndarray, n_features: int) -> tuple[np.ndarray, np.ndarray]:
+def feature_ranks(ids: np.ndarray, n_features: int, slot_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """The distinct ids in ``[0, n_features)`` (ascending) and, over the id space, each id's position among
     them: ``uniq, rank[ids]`` is ``np.unique(ids, return_inverse=True)``, by marking instead of sorting
     (linear in the occurrences and the id space; a sort of millions of ids was most of a retrain), and
-    ``rank`` serves any subset of ``ids`` as well (each calibration fold)."""
+    ``rank`` serves any subset of ``ids`` as well (each calibration fold). With ``slot_of``, the ranks are
+    of ``slot_of[ids]``, mapped a chunk at a time (not a copy of the millions of occurrences at once)."""
     present = np.zeros(n_features, dtype=bool)
-    present[ids] = True
+    for start in range(0, len(ids), _CHUNK):
+        chunk = take(ids, slice(start, start + _CHUNK))
+        present[chunk if slot_of is None else slot_of[chunk]] = True
     return np.flatnonzero(present), np.cumsum(present, dtype=np.int32) - 1  # ids are below 2^31
 
 
@@ -66,15 +87,30 @@ def add_counts(counts: np.ndarray, ids: np.ndarray, high: np.ndarray, sign: int)
 
 
 def nb_weights(counts: np.ndarray, alpha: float) -> tuple[np.ndarray, np.ndarray]:
-    """Per-feature log θ_HIGH − log θ_LOW (Eq. 1, vocabulary = features seen) and the seen mask."""
+    """Per-feature log θ_HIGH − log θ_LOW (Eq. 1, vocabulary = features seen) and the seen mask.
+
+    Computed in place, over views when every column has been seen (the learner's counts per slot always
+    have): the same operations in the same order as the expression over the seen columns, without a
+    temporary array per operation (the learner has a slot per feature seen, up to the id space)."""
     total = counts[0] + counts[1]
     known = total > 0
-    seen = np.flatnonzero(known)  # integer indexing: a boolean mask over the id space is slower
-    vocab = seen.size
+    del total
+    vocab = int(np.count_nonzero(known))
     n_low, n_high = counts[0].sum(), counts[1].sum()
+    every = vocab == counts.shape[1]
+    seen = None if every else np.flatnonzero(known)  # integer indexing: a boolean mask over the id space is slower
+    ratio = counts[1] + alpha if every else counts[1, seen] + alpha
+    ratio /= n_high + alpha * vocab
+    np.log(ratio, out=ratio)
+    low = counts[0] + alpha if every else counts[0, seen] + alpha
+    low /= n_low + alpha * vocab
+    np.log(low, out=low)
+    ratio -= low
+    del low
+    if every:
+        return ratio, known.astype(np.float64)
     log_ratio = np.zeros(counts.shape[1], dtype=np.float64)
-    cl, ch = counts[0, seen], counts[1, seen]
-    log_ratio[seen] = np.log((ch + alpha) / (n_high + alpha * vocab)) - np.log((cl + alpha) / (n_low + alpha * vocab))
+    log_ratio[seen] = ratio
     return log_ratio, known.astype(np.float64)
 
 
@@ -137,7 +173,8 @@ def rebucket(
     if moved.size:
         pos, lengths = segments(indptr, moved)
         to_high = np.repeat(is_high[moved], lengths)
-        cols = ids[pos] if slot_of is None else slot_of[ids[pos]]
+        picked = take(ids, pos)
+        cols = picked if slot_of is None else slot_of[picked]
         add_counts(counts, cols, to_high, +1)
         add_counts(counts, cols, ~to_high, -1)
 
@@ -177,8 +214,8 @@ def stacked_sigmoid(
     vocab = int(np.count_nonzero(counts[0] + counts[1]))
     # The features of the sample, ranked once (not a pass over the whole id space per fold): each fold's
     # held-out counts are the sample features' counts minus the fold's own occurrences.
-    pos, _ = segments(indptr, sample)
-    uniq, rank = feature_ranks(ids[pos] if slot_of is None else slot_of[ids[pos]], counts.shape[1])
+    sample_ids = ids[indptr[sample[0]] : indptr[n]]  # a view: the sample is the last instances
+    uniq, rank = feature_ranks(sample_ids, counts.shape[1], slot_of)
     c_all = counts[:, uniq]
     was_known = c_all[0] + c_all[1] > 0
     a = alpha
@@ -188,7 +225,8 @@ def stacked_sigmoid(
         if rows.size == 0:
             continue
         pos, lengths = segments(indptr, rows)
-        inv = rank[ids[pos]] if slot_of is None else rank[slot_of[ids[pos]]]
+        picked = take(ids, pos)
+        inv = rank[picked] if slot_of is None else rank[slot_of[picked]]
         row_of = np.repeat(np.arange(rows.size), lengths)
         fold_high = np.repeat(high[rows], lengths)
         fh = int(np.count_nonzero(high[rows]))
@@ -219,22 +257,14 @@ def stacked_sigmoid(
     # a huge weight that swings on the next page.
     scale = float(np.std(scores)) or 1.0
     S = side[sample]
-    from sklearn.linear_model import LogisticRegression  # here: the crawl imports this module, not scikit-learn
-
-    lr_model = LogisticRegression(C=_STACK_C, solver="newton-cholesky", max_iter=100)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # convergence chatter on separable samples
-        lr_model.fit(np.column_stack([scores / scale, S]), y)
-    slope = float(lr_model.coef_[0, 0]) / scale
-    side_weights = lr_model.coef_[0, 1:].copy()
+    coef, intercept = fit_logistic(np.column_stack([scores / scale, S]), y, C=_STACK_C)
+    slope = float(coef[0]) / scale
     if slope <= 0:
         # Held-out evidence does not rank HIGH above LOW: keep NB's order with a
         # negligible slope rather than invert it.
         logger.info("Apprentice link-context evidence is not predictive on held-out data (slope %.3g)", slope)
         if not n_side:
             return (*flat_sigmoid(y), no_side)
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            lr_model.fit(S, y)
-        return 1e-6, float(lr_model.intercept_[0]), lr_model.coef_[0].copy()
-    return slope, float(lr_model.intercept_[0]), side_weights
+        side_coef, side_intercept = fit_logistic(S, y, C=_STACK_C)
+        return 1e-6, side_intercept, side_coef
+    return slope, intercept, coef[1:].copy()
