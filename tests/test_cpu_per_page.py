@@ -2,11 +2,15 @@
 
 Each rewritten function is checked against the computation it replaced, written out here on sample
 inputs: the hashed ids of new words (all of a page's at once), the rows of the link features' offset
-table, the resolution of root-relative links remembered across pages, and a page's link payloads
-encoded together when their ids are too far apart for the compact kind.
+table, the resolution of root-relative links remembered across pages, a page's link payloads
+encoded together when their ids are too far apart for the compact kind, and the words of a text
+split without the regex.
 """
 
 from __future__ import annotations
+
+import re
+import sys
 
 import numpy as np
 import pytest
@@ -19,6 +23,7 @@ from focused.learning.apprentice.payload import LinkPayload
 from focused.page import hashing
 from focused.page.hashing import FeatureIds
 from focused.page.parse import parse_page
+from focused.page.text import MARK, find_words
 
 WORDS = ["", "the@-1", "naïve", "中文@3", "\x00", "a" * 1000, "course@0", "x"] + [
     f"w{i}@{i % 7 - 3}" for i in range(300)
@@ -169,3 +174,58 @@ def test_a_page_of_far_apart_ids_encodes_to_the_bytes_of_each_payload(k: int) ->
     together = encode_payloads(payloads)
     assert together == [encode_payload(p) for p in payloads]
     assert {b[:1] for b in together} == {b"L", b"D"}
+
+
+_WORD = re.compile(r"[^\W_]+")
+_WORD_OR_MARK = re.compile(r"[^\W_]+|\x01")
+
+
+def _texts_of_every_code_point() -> list[str]:
+    """Every code point (surrogates too) in runs of 7 between spaces, run together, between marks, and
+    without the backslash (with it, a text takes the slow path)."""
+    every = "".join(chr(c) for c in range(sys.maxunicode + 1))
+    texts = []
+    for k in range(0, len(every), 4999):
+        chunk = every[k : k + 4999]
+        spaced = " ".join(chunk[i : i + 7] for i in range(0, len(chunk), 7))
+        texts += [chunk, spaced.replace("\\", ""), spaced.replace(" ", MARK).replace("\\", "")]
+    return texts
+
+
+def test_the_words_of_a_text_are_the_regex_matches_on_every_code_point() -> None:
+    for text in _texts_of_every_code_point():
+        assert find_words(text) == _WORD.findall(text), text[:20]
+        assert find_words(text, mark=True) == _WORD_OR_MARK.findall(text), text[:20]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "",
+        " ",
+        "\\",
+        "a\\b c",
+        "naïve café–bar\xa0x_y 3.14 über\u2003straße",
+        "tab\tnew\nline\x0bvt\x1cfs\x85nel\u2028ls",
+        "\ud800lone\udfffsurrogates 😀emoji𝔘nicode",
+        "x\x01y\x01\x01 \x01é\x01",
+        "under_score __ _a_",
+    ],
+)
+def test_the_words_of_odd_texts_are_the_regex_matches(text: str) -> None:
+    assert find_words(text) == _WORD.findall(text)
+    assert find_words(text, mark=True) == _WORD_OR_MARK.findall(text)
+
+
+def test_the_words_of_parsed_pages_and_their_leaves_are_the_regex_matches() -> None:
+    html = (
+        "<html><head><title>Éléments – a test</title></head><body><p>Physics (from Ancient Greek "
+        "φυσική) is the natural science of matter\u00a0and energy.</p><ul><li><a href='/wiki/Force'>"
+        "Force</a></li><li><a href='/wiki/Énergie'>Énergie 2</a>, l'été 1999</li></ul>"
+        "<p>back\\slash C:\\dir 中文 text_with_underscores</p></body></html>"
+    )
+    parsed = parse_page(html)
+    for text in (parsed.text.lower(), parsed.text):
+        assert find_words(text) == _WORD.findall(text)
+    joined = MARK.join(parsed.leaves).lower()
+    assert find_words(joined, mark=True) == _WORD_OR_MARK.findall(joined)

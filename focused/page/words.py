@@ -15,16 +15,16 @@ test holds them equal). Scrapy-free.
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
+from itertools import repeat
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from focused.page.hashing import feature_ids
-from focused.page.text import _WORD, tokenize
+from focused.page.text import MARK, find_words, tokenize
 
 __all__ = ["WordTable", "hashed_counts", "page_tokens", "word_table"]
 
@@ -62,7 +62,7 @@ class WordTable:
         with self._lock:
             last_text, rows = self._last
             if text is not last_text:  # the same page again (the fingerprint, then the critic): numbered once
-                words = _WORD.findall(text.lower())
+                words = find_words(text.lower())
                 numbered = self._rows(words)
                 if numbered is None:
                     return None
@@ -74,11 +74,11 @@ class WordTable:
         self, texts: Sequence[str], columns: Sequence[tuple[Any, Compute, Any]]
     ) -> tuple[list[np.ndarray], np.ndarray] | None:
         """:meth:`tokens` of many (short) texts at once, concatenated, and the text of each token (its
-        index in ``texts``): one regex pass and one numbering for all, e.g. a page's anchor texts."""
+        index in ``texts``): one pass over the words and one numbering for all, e.g. a page's anchor texts."""
         joined = _MARK.join(texts)
         if joined.count(_MARK) != max(len(texts) - 1, 0):  # a text with the mark in it
             joined = _MARK.join([text.replace(_MARK, " ") for text in texts])
-        words = _WORD_OR_MARK.findall(joined.lower())
+        words = find_words(joined.lower(), mark=True)
         with self._lock:
             numbered = self._rows(words)
             if numbered is None:
@@ -90,17 +90,20 @@ class WordTable:
 
     def _rows(self, words: list[str]) -> np.ndarray | None:
         where = self._row
-        found = list(map(where.get, words))  # one look-up a word; new words (rare once warm) come out None
-        if None in found:
-            new = {word for word, row in zip(words, found, strict=True) if row is None}
+        # one look-up a word; new words (a few dozen a page once warm) come out -1 and are looked up again
+        found = np.array(list(map(where.get, words, repeat(-1, len(words)))), dtype=np.intp)
+        missing = np.flatnonzero(found < 0).tolist()
+        if missing:
+            new = {words[i] for i in missing}
             if len(new) > self.max_words:
                 return None
             if len(where) + len(new) > self.max_words:
                 self._clear()
                 new = set(words).difference(where)
+                missing = list(range(len(words)))
             self._add(sorted(new))  # sorted: the numbering does not depend on the set's order
-            found = list(map(where.__getitem__, words))
-        return np.array(found, dtype=np.intp)
+            found[missing] = [where[words[i]] for i in missing]
+        return found
 
     def _add(self, new: list[str]) -> None:
         start = len(self._words)
@@ -134,10 +137,9 @@ class WordTable:
         self._add([_MARK])  # row 0, never a token: where one text ends in tokens_of_many
 
 
-#: Separates texts in :meth:`WordTable.tokens_of_many`'s one regex pass: no word character.
-_MARK = "\x01"
+#: Separates texts in :meth:`WordTable.tokens_of_many`'s one pass: no word character.
+_MARK = MARK
 _MARK_ROW = 0
-_WORD_OR_MARK = re.compile(_WORD.pattern + "|" + _MARK)
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:

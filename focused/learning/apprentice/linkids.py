@@ -15,9 +15,9 @@ from __future__ import annotations
 
 import itertools
 import logging
-import re
 import threading
 from collections.abc import Iterator, Sequence
+from itertools import repeat
 from typing import overload
 
 import numpy as np
@@ -26,6 +26,7 @@ from focused.learning.apprentice.features import decode_html, resolve_links
 from focused.page.hashing import FeatureIds, feature_ids
 from focused.page.parse import parse_page
 from focused.page.parsed import ParsedPage
+from focused.page.text import MARK, find_words
 
 logger = logging.getLogger(__name__)
 
@@ -62,10 +63,13 @@ class OffsetTable:
             if len(self._row) + len(tokens) > self.max_tokens:
                 self._row.clear()
             where = self._row
-            new = set(tokens).difference(where)  # set operations: no Python loop per token
-            if new:
-                self._add(new)
-            return self._table[np.fromiter(map(where.__getitem__, tokens), dtype=np.intp, count=len(tokens))]
+            # one look-up a token; new ones (a few dozen a page once warm) come out -1 and are looked up again
+            found = np.array(list(map(where.get, tokens, repeat(-1, len(tokens)))), dtype=np.intp)
+            missing = np.flatnonzero(found < 0).tolist()
+            if missing:
+                self._add({tokens[i] for i in missing})
+                found[missing] = [where[tokens[i]] for i in missing]
+            return self._table[found]
 
     def _add(self, new: set[str]) -> None:
         """Rows for the ``new`` strings: all their ``"{token}@{d}"`` hashed in one call (a Python step per
@@ -96,10 +100,9 @@ class OffsetTable:
 #: The table rows of strings that are not tokens (ids of -1; hashed ids are never negative) and
 #: of the leaf mark (-2).
 _NO_TOKEN, _MARK = 0, 1
-#: Separates leaves in the one regex pass over a page's leaves: not a word character, and never in
-#: parsed text (control characters are removed before parsing).
-_LEAF_MARK = "\x01"
-_TOKEN_OR_MARK = re.compile(r"[^\W_]+|\x01")
+#: Separates leaves in the one pass (:func:`~focused.page.text.find_words`) over a page's leaves: not a
+#: word character, and never in parsed text (control characters are removed before parsing).
+_LEAF_MARK = MARK
 
 
 _tables: dict[tuple[int, int], OffsetTable] = {}
@@ -168,14 +171,14 @@ def _window_ids(
     starts = np.cumsum(width) - width
     m = np.repeat(lo, width) + (np.arange(int(width.sum())) - np.repeat(starts, width))
     d = np.where(m < left[pair_occ], m - left[pair_occ], np.where(m > right[pair_occ], m - right[pair_occ], 0))
-    # the tokens of each leaf some window reads, as rows of the offset table: one regex pass over
+    # the tokens of each leaf some window reads, as rows of the offset table: one pass (find_words) over
     # the leaves joined by a mark; non-tokens (one letter, all digits) get ids of -1, dropped below
     needed = np.unique(m)
     texts = [leaves[k] for k in needed.tolist()]
     joined = _LEAF_MARK.join(texts)
     if joined.count(_LEAF_MARK) != len(texts) - 1:  # a leaf with the mark in it (never from the parser)
         joined = _LEAF_MARK.join([text.replace(_LEAF_MARK, " ") for text in texts])
-    words = _TOKEN_OR_MARK.findall(joined.lower())
+    words = find_words(joined.lower(), mark=True)
     matrix = offset_table(n_features, d_max).rows(words)
     marks = np.flatnonzero(matrix[:, 0] == -2) if len(words) else np.zeros(0, dtype=np.int64)
     first = np.zeros(len(leaves) + 1, dtype=np.int64)  # leaf -> its first row in matrix
