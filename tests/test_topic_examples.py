@@ -138,6 +138,30 @@ def test_the_link_views_rank_the_topic_first(tmp_path, background, capsys):
     assert roc_auc_score([1] * len(sky) + [0] * len(food), anchors) >= 0.8
 
 
+def test_the_link_views_learn_topic_words_the_examples_lack(background, monkeypatch):
+    """The background pages the regression scores most like the examples join the topic's side of the naive
+    Bayes views (Nigam et al.'s EM, one round, together weighing as much as the examples): anchors with astronomy
+    words that no example has but the background's astronomy articles do rank higher than from the examples
+    alone, and the topic's side holds as many soft pages as there are examples."""
+    import re
+
+    from focused.learning.critic import examples
+
+    pages = texts(sorted(background.glob("*.html")))
+    grown = train_examples_critic(texts(ASTRONOMY), pages, name="astronomy").critic
+    monkeypatch.setattr(examples, "UNLABELLED_MASS", 0.0)
+    alone = train_examples_critic(texts(ASTRONOMY), pages, name="astronomy").critic
+    anchors = ["binary star", "perihelion", "space station"]
+    words = {w.lower() for t in texts(ASTRONOMY) for w in re.findall(r"\w+", t)}
+    assert all(set(a.split()) - words for a in anchors), "an anchor without a word the examples lack"
+    topic = grown.resolve_topic("astronomy")
+    assert np.all(grown.snippet_relevance(anchors, topic) > alone.snippet_relevance(anchors, topic) + 0.1)
+    assert grown.metadata["critic"]["unlabelled"]["mass"] == 1.0
+    assert alone.metadata["critic"]["unlabelled"]["pages"] == 0.0
+    # the verdicts are the regression's, the same with or without the unlabelled pages
+    assert np.allclose(grown.verdict_posteriors(pages[:50]), alone.verdict_posteriors(pages[:50]))
+
+
 def test_train_topic_with_negatives_and_keywords(tmp_path, background, capsys):
     out = tmp_path / "sky.npz"
     args = ["train-topic", "--positive", str(DATA / "astronomy"), "--negative", str(DATA / "cooking")]

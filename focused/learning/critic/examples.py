@@ -24,7 +24,8 @@ What :func:`train_examples_critic` returns is an ordinary two-class naive Bayes
 :class:`~focused.learning.critic.naive_bayes.Critic` (the topic and ``background``, equal priors:
 the parent view of a page's links and the anchor view, which order the crawl until the apprentice
 switches in; smoothed with :data:`NB_ALPHA`, less than a taxonomy critic's, since the topic's side has
-only the examples' words, a few hundred or thousand) whose verdict head is that regression
+only the examples' words, a few hundred or thousand, and grown with the background pages the regression finds
+most like the examples, :data:`UNLABELLED_MASS`) whose verdict head is that regression
 (:class:`~focused.learning.critic.verdict_head.VerdictHead`, its intercept shifted by the cut): the crawl,
 the report and the apprentice read it as any critic, from one model file of plain arrays.
 """
@@ -48,6 +49,7 @@ __all__ = [
     "MIN_POSITIVES",
     "NB_ALPHA",
     "RECIPE",
+    "UNLABELLED_MASS",
     "HoldoutReport",
     "TopicCritic",
     "train_examples_critic",
@@ -62,7 +64,7 @@ DEFAULT_FOLDS = 5
 #: Fewer positives than this cannot be held out and judged (each fold needs one).
 MIN_POSITIVES = 2
 #: Identifies the training recipe: a cached critic of another recipe is retrained.
-RECIPE = "pu-percentile/v4"
+RECIPE = "pu-percentile/v5"
 #: Inverse L2 strength of the regression (scikit-learn's C): chosen on the astronomy case (docs/topic.md).
 REGULARISATION = 1.0
 #: The positives' total weight against the unlabelled pages' (1: balanced).
@@ -81,6 +83,13 @@ MAX_LEVEL = 0.99
 #: critic's: chosen on simulated crawls of three WebKB universities and checked by the bench's crawls of two
 #: (docs/results.md, "Topics from examples").
 NB_ALPHA = 0.03
+#: Nigam et al.'s EM for naive Bayes with unlabelled documents (Machine Learning 39, 2000), one round: the
+#: background pages join the topic's side of the naive Bayes views, each by its Pr(topic | page) from the
+#: regression (its held-out score), scaled so that together they count as this many times the examples (EM-λ;
+#: the regression's Pr is a verdict, not a calibrated probability away from 0.5, and unscaled these soft counts
+#: were hundreds of pages' worth, which outweighed five examples). 0: the views learn from the examples alone.
+#: Chosen on simulated crawls of three WebKB universities (docs/results.md, "Topics from examples").
+UNLABELLED_MASS = 1.0
 
 
 @dataclass(frozen=True)
@@ -258,7 +267,10 @@ def train_examples_critic(
     info = {"recipe": RECIPE, "negatives": len(neg), "keywords": list(keywords or ()), **report.to_dict()}
     meta = dict(metadata or {})
     meta["topic_from_examples"] = {**meta.get("topic_from_examples", {}), **info}
-    critic = _naive_bayes(X, labelled, name, seed, meta, list(examples)[:20], head)
+    # each unlabelled page's share of the topic, from the regression's held-out score (known negatives: none)
+    soft = np.zeros(len(texts))
+    soft[is_bg] = 1.0 / (1.0 + np.exp(-(held[is_bg] - cut)))
+    critic = _naive_bayes(X, labelled, name, seed, meta, list(examples)[:20], head, soft=soft)
     logger.info("topic %r from %d examples: %s", name, n_pos, "; ".join(report.lines()))
     return TopicCritic(critic, report, name)
 
@@ -274,19 +286,35 @@ def _naive_bayes(
     metadata: dict[str, Any],
     examples: list[str],
     head: VerdictHead,
+    *,
+    soft: np.ndarray | None = None,
+    mass: float | None = None,
 ) -> Critic:
     """The two-class naive Bayes critic (equal priors: the background's size is arbitrary; smoothing
     :data:`NB_ALPHA`) on the counts ``X`` already read, length-calibrated as :meth:`Critic.train` does, with
-    ``head`` as its verdict."""
+    ``head`` as its verdict.
+
+    ``soft`` is each unlabelled page's Pr(topic | page) (ignored for the examples; zero for known negatives):
+    a page counts ``λ`` × Pr on the topic's side and 1 − Pr on the background's, ``λ`` such that the unlabelled
+    pages weigh ``mass`` (default :data:`UNLABELLED_MASS`) times the examples there (Nigam et al.'s EM, one
+    round, its E-step from the regression). Five examples have a few hundred words; the background pages most
+    like them bring the topic's other words."""
     from focused.learning.critic.calibration import HOLDOUT_FRACTION, fit_length_scale, stratified_split
 
+    mass = UNLABELLED_MASS if mass is None else mass
     classes = sorted([name, BACKGROUND])
-    y = np.where(labelled == 1, classes.index(name), classes.index(BACKGROUND))
+    topic_index = classes.index(name)
+    y = np.where(labelled == 1, topic_index, classes.index(BACKGROUND))
     n_features = X.shape[1]
+    share = np.zeros(len(y)) if soft is None or mass <= 0 else np.where(labelled == 1, 0.0, soft)
+    weight = mass * float(np.sum(labelled == 1)) / share.sum() if share.sum() > 0 else 0.0
 
     def counts(rows: np.ndarray) -> sp.csr_matrix:
-        onehot = sp.csr_matrix((np.ones(len(rows)), (y[rows], np.arange(len(rows)))), shape=(2, len(rows)))
-        return sp.csr_matrix(onehot @ X[rows], dtype=np.float32)
+        """Per-class word counts of ``rows``: an unlabelled row split between the classes by its share."""
+        w = np.zeros((2, len(rows)))
+        w[topic_index] = np.where(labelled[rows] == 1, 1.0, weight * share[rows])
+        w[1 - topic_index] = np.where(labelled[rows] == 1, 0.0, 1.0 - share[rows])
+        return sp.csr_matrix(sp.csr_matrix(w) @ X[rows], dtype=np.float32)
 
     fit, held = stratified_split(y, HOLDOUT_FRACTION, seed)
     part = Critic(classes, np.ones(2), counts(fit), alpha=NB_ALPHA, n_features=n_features)
@@ -298,6 +326,7 @@ def _naive_bayes(
         "alpha": NB_ALPHA,
         "n_features": n_features,
         "calibration": {"method": "length", "holdout": len(held), **stats},
+        "unlabelled": {"mass": mass, "pages": round(float(share.sum()), 1)},
         "verdict_head": {
             "model": f"positive-unlabelled logistic regression, tf-idf, threshold at a background percentile ({RECIPE})"
         },
