@@ -18,7 +18,7 @@ import pytest
 from focused.frontier.payloads import encode_payload, encode_payloads
 from focused.learning.apprentice import features
 from focused.learning.apprentice.features import _resolve, resolve_links
-from focused.learning.apprentice.linkids import _LEAF_MARK, OffsetTable
+from focused.learning.apprentice.linkids import OffsetTable
 from focused.learning.apprentice.payload import LinkPayload
 from focused.page import hashing
 from focused.page.hashing import FeatureIds
@@ -60,13 +60,13 @@ def test_offset_table_rows_are_the_ids_of_each_token_at_each_offset() -> None:
     ids = FeatureIds(n)
     table = OffsetTable(ids, d_max)  # starts with 1,024 rows: the pages below grow it
     rng = np.random.default_rng(3)
-    vocabulary = [f"tok{i}" for i in range(3000)] + ["a", "7", "1999", "x1", _LEAF_MARK, "été", "中文"]
+    vocabulary = [f"tok{i}" for i in range(3000)] + ["a", "7", "1999", "x1", MARK, "été", "中文"]
     for page in range(4):  # new words on each page, and words met on earlier ones
-        tokens = [vocabulary[i] for i in rng.integers(0, len(vocabulary), 1500)] + ["a", "1999", _LEAF_MARK]
+        tokens = [vocabulary[i] for i in rng.integers(0, len(vocabulary), 1500)] + ["a", "1999", MARK]
         got = table.rows(tokens)
         assert got.shape == (len(tokens), 2 * d_max + 1) and got.dtype == np.int32
         for tok, row in zip(tokens, got.tolist(), strict=True):
-            if tok == _LEAF_MARK:
+            if tok == MARK:
                 assert row == [-2] * (2 * d_max + 1)
             elif len(tok) < 2 or tok.isdigit():
                 assert row == [-1] * (2 * d_max + 1)

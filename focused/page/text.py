@@ -19,11 +19,12 @@ from __future__ import annotations
 
 import codecs
 import re
+from collections.abc import Sequence
 from email.message import Message
 
 from focused.page.parse import parse_page
 
-__all__ = ["content_type_charset", "find_words", "html_to_text", "tokenize"]
+__all__ = ["content_type_charset", "find_words", "html_to_text", "tokenize", "words_of_many"]
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")
@@ -67,6 +68,15 @@ def find_words(text: str, mark: bool = False) -> list[str]:
         start, escape = end, spaced.find("\\", end)
     words += spaced[start:].split()
     return words
+
+
+def words_of_many(texts: Sequence[str]) -> list[str]:
+    """The lower-cased words of many texts in one :func:`find_words` pass, a :data:`MARK` between two texts
+    (a mark inside a text becomes a space, so each mark in the result ends one text)."""
+    joined = MARK.join(texts)
+    if joined.count(MARK) != max(len(texts) - 1, 0):  # a text with the mark in it
+        joined = MARK.join([text.replace(MARK, " ") for text in texts])
+    return find_words(joined.lower(), mark=True)
 
 
 def _find_words_slowly(text: str, mark: bool) -> list[str]:

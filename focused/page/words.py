@@ -24,7 +24,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from focused.page.hashing import feature_ids
-from focused.page.text import MARK, find_words, tokenize
+from focused.page.text import MARK, find_words, tokenize, words_of_many
 
 __all__ = ["WordTable", "hashed_counts", "page_tokens", "word_table"]
 
@@ -75,10 +75,7 @@ class WordTable:
     ) -> tuple[list[np.ndarray], np.ndarray] | None:
         """:meth:`tokens` of many (short) texts at once, concatenated, and the text of each token (its
         index in ``texts``): one pass over the words and one numbering for all, e.g. a page's anchor texts."""
-        joined = _MARK.join(texts)
-        if joined.count(_MARK) != max(len(texts) - 1, 0):  # a text with the mark in it
-            joined = _MARK.join([text.replace(_MARK, " ") for text in texts])
-        words = find_words(joined.lower(), mark=True)
+        words = words_of_many(texts)
         with self._lock:
             numbered = self._rows(words)
             if numbered is None:
@@ -134,11 +131,10 @@ class WordTable:
         self._words.clear()
         self._filled.clear()
         self._last = (None, self._last[1][:0])
-        self._add([_MARK])  # row 0, never a token: where one text ends in tokens_of_many
+        self._add([MARK])  # row 0, never a token: where one text ends in tokens_of_many
 
 
-#: Separates texts in :meth:`WordTable.tokens_of_many`'s one pass: no word character.
-_MARK = MARK
+#: The row of :data:`~focused.page.text.MARK`, which separates texts in :meth:`WordTable.tokens_of_many`.
 _MARK_ROW = 0
 
 

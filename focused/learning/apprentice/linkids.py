@@ -26,7 +26,7 @@ from focused.learning.apprentice.features import decode_html, resolve_links
 from focused.page.hashing import FeatureIds, feature_ids
 from focused.page.parse import parse_page
 from focused.page.parsed import ParsedPage
-from focused.page.text import MARK, find_words
+from focused.page.text import MARK, words_of_many
 
 logger = logging.getLogger(__name__)
 
@@ -77,7 +77,7 @@ class OffsetTable:
         where = self._row
         words = []
         for tok in new:
-            if tok == _LEAF_MARK:
+            if tok == MARK:  # separates leaves in words_of_many (never in parsed text)
                 where[tok] = _MARK
             elif len(tok) < 2 or tok.isdigit():
                 where[tok] = _NO_TOKEN
@@ -100,9 +100,6 @@ class OffsetTable:
 #: The table rows of strings that are not tokens (ids of -1; hashed ids are never negative) and
 #: of the leaf mark (-2).
 _NO_TOKEN, _MARK = 0, 1
-#: Separates leaves in the one pass (:func:`~focused.page.text.find_words`) over a page's leaves: not a
-#: word character, and never in parsed text (control characters are removed before parsing).
-_LEAF_MARK = MARK
 
 
 _tables: dict[tuple[int, int], OffsetTable] = {}
@@ -171,14 +168,11 @@ def _window_ids(
     starts = np.cumsum(width) - width
     m = np.repeat(lo, width) + (np.arange(int(width.sum())) - np.repeat(starts, width))
     d = np.where(m < left[pair_occ], m - left[pair_occ], np.where(m > right[pair_occ], m - right[pair_occ], 0))
-    # the tokens of each leaf some window reads, as rows of the offset table: one pass (find_words) over
+    # the tokens of each leaf some window reads, as rows of the offset table: one pass (words_of_many) over
     # the leaves joined by a mark; non-tokens (one letter, all digits) get ids of -1, dropped below
     needed = np.unique(m)
     texts = [leaves[k] for k in needed.tolist()]
-    joined = _LEAF_MARK.join(texts)
-    if joined.count(_LEAF_MARK) != len(texts) - 1:  # a leaf with the mark in it (never from the parser)
-        joined = _LEAF_MARK.join([text.replace(_LEAF_MARK, " ") for text in texts])
-    words = find_words(joined.lower(), mark=True)
+    words = words_of_many(texts)
     matrix = offset_table(n_features, d_max).rows(words)
     marks = np.flatnonzero(matrix[:, 0] == -2) if len(words) else np.zeros(0, dtype=np.int64)
     first = np.zeros(len(leaves) + 1, dtype=np.int64)  # leaf -> its first row in matrix

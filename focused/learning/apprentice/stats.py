@@ -214,7 +214,7 @@ def stacked_sigmoid(
     vocab = int(np.count_nonzero(counts[0] + counts[1]))
     # The features of the sample, ranked once (not a pass over the whole id space per fold): each fold's
     # held-out counts are the sample features' counts minus the fold's own occurrences.
-    sample_ids = ids[indptr[sample[0]] : indptr[n]]  # a view: the sample is the last instances
+    sample_ids = ids[indptr[n - len(sample)] : indptr[n]]  # a view: the sample is the last instances
     uniq, rank = feature_ranks(sample_ids, counts.shape[1], slot_of)
     c_all = counts[:, uniq]
     was_known = c_all[0] + c_all[1] > 0
