@@ -13,6 +13,10 @@ from dataclasses import dataclass
 #: (:meth:`focused.core.scheduler.FocusedScheduler.rescore_background`; ``scorer`` then runs in a thread).
 rescore_frontier = object()
 
+#: Ask the scheduler to hand out no request until a Deferred fires (the apprentice's retrain with
+#: ``FOCUSED_APPRENTICE_WAIT``). Argument: ``until`` (a :class:`~twisted.internet.defer.Deferred`).
+hold_frontier = object()
+
 #: Sent by the pipeline after a page is labelled by the critic and stored.
 #: Arguments: ``page`` (a :class:`LabelledPage`).
 page_labelled = object()

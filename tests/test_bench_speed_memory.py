@@ -34,7 +34,9 @@ def test_bytes_per_page_is_the_slope_past_the_first_third() -> None:
 
 
 def test_a_crawl_is_watched_with_its_worker_apart(tmp_path: Path) -> None:
-    with ReplayServer(site(60)) as server:
+    # 0.1 s a page at concurrency 2 and a commit every 5 pages: the crawl's pages are in its database for
+    # several of the once-a-second samples, however fast the machine
+    with ReplayServer(site(60), latency=0.1) as server:
         spec = CrawlSpec(
             name="memory",
             topic=TOPIC,
@@ -44,7 +46,12 @@ def test_a_crawl_is_watched_with_its_worker_apart(tmp_path: Path) -> None:
             proxy=server.proxy_url,
             db=tmp_path / "memory.sqlite",
             max_pages=0,
-            settings={"FOCUSED_ANALYSIS_WORKERS": 1, "CLOSESPIDER_PAGECOUNT": 60, "FOCUSED_REPLAY_CONCURRENCY": 2},
+            settings={
+                "FOCUSED_ANALYSIS_WORKERS": 1,
+                "CLOSESPIDER_PAGECOUNT": 60,
+                "FOCUSED_REPLAY_CONCURRENCY": 2,
+                "FOCUSED_DB_COMMIT_EVERY": 5,
+            },
         )
         run = watch_process(spec)
     assert run.code == 0, (tmp_path / "memory.log").read_text()[-2000:]

@@ -114,6 +114,7 @@ def test_the_crawl_is_the_same_with_and_without_early_merges(tmp_path, model, st
                     "FOCUSED_REPLAY_CONCURRENCY": 1,
                     "FOCUSED_APPRENTICE_MIN_INSTANCES": 5,
                     "FOCUSED_APPRENTICE_BATCH": 2,
+                    "FOCUSED_APPRENTICE_WAIT": True,  # the same order whatever the training thread's speed
                     **extra,
                 },
             )
@@ -126,3 +127,5 @@ def test_the_crawl_is_the_same_with_and_without_early_merges(tmp_path, model, st
     assert "focused/frontier/merged_early" not in engine_stats
     assert early_stats["focused/frontier/merged"] == engine_stats["focused/frontier/merged"]
     assert early_stats["request_depth_max"] == engine_stats["request_depth_max"]
+    if strategy == "apprentice":  # the crawl waited for its retrains
+        assert early_stats.get("focused/frontier/held_back_training", 0) > 0

@@ -164,6 +164,8 @@ class FocusedScheduler:
         self._dropped = 0
         #: background re-scores under way (:meth:`rescore_background`)
         self._background = BackgroundRescores(lambda: self._closed, self._count_bad, self._wake_now)
+        #: holds asked for through focused.signals.hold_frontier and not released yet
+        self._holds = 0
         #: FOCUSED_MAX_PAGES: nothing is handed out that the budget could not store
         self.budget = PageBudget.of(crawler)
         self.budget.give_back = self.give_back
@@ -176,6 +178,7 @@ class FocusedScheduler:
         )  # for focused.spidermiddlewares.scoring's early drop of settled links
         crawler.signals.connect(scheduler._on_rescore, signal=signals.rescore_frontier)
         crawler.signals.connect(scheduler._on_crawldb_opened, signal=signals.crawldb_opened)
+        crawler.signals.connect(scheduler._on_hold, signal=signals.hold_frontier)
         if scheduler.store_name == "redis":
             crawler.signals.connect(scheduler._on_idle, signal=scrapy_signals.spider_idle)
         return scheduler
@@ -334,6 +337,9 @@ class FocusedScheduler:
         if self._background.running and not self.max_unscored:
             # strict best-first: the re-scored priorities first (the engine is woken when they are in)
             self.stats.inc_value("focused/frontier/held_back_rescoring")
+            return None
+        if self._holds:  # the apprentice trains (FOCUSED_APPRENTICE_WAIT): its model first
+            self.stats.inc_value("focused/frontier/held_back_training")
             return None
         if not self.budget.room():
             return None
@@ -542,6 +548,18 @@ class FocusedScheduler:
             return
         if nextcall is not None and not self._closed:
             nextcall.schedule()
+
+    def _on_hold(self, until: Deferred[Any]) -> None:
+        """The :data:`focused.signals.hold_frontier` handler: no request until ``until`` fires."""
+        self._holds += 1
+
+        def release(result: Any) -> Any:
+            self._holds -= 1
+            if not self._holds:
+                self._wake_now()
+            return result
+
+        until.addBoth(release)
 
     def _on_rescore(self, scorer: Scorer, background: Callable[[Deferred[int]], None] | None = None) -> int | None:
         """The :data:`focused.signals.rescore_frontier` handler. With ``background`` (a signal handler may not

@@ -70,6 +70,8 @@ class RelevanceFeedback:
         self.refresh_pages = setting(crawler.settings, "FOCUSED_APPRENTICE_REFRESH_PAGES")
         #: ... up to this many pages (0: the whole crawl); later the learner's retrains re-score, with every term
         self.refresh_until = setting(crawler.settings, "FOCUSED_APPRENTICE_REFRESH_UNTIL")
+        #: FOCUSED_APPRENTICE_WAIT: the scheduler holds its requests while a batch trains
+        self.wait = setting(crawler.settings, "FOCUSED_APPRENTICE_WAIT")
 
     def connect(self) -> None:
         """Restore the last checkpoint (with JOBDIR) and listen to the crawl's signals."""
@@ -123,6 +125,8 @@ class RelevanceFeedback:
         d = deferToThread(self._train_and_checkpoint, features, relevances)
         d.addCallback(self._trained, len(features), started)
         d.addErrback(self._failed)
+        if self.wait:  # released once the model is in and its re-score has started
+            self.crawler.signals.send_catch_log(signals.hold_frontier, until=d)
         return d
 
     def _train_and_checkpoint(self, features: list[Any], relevances: Any) -> ApprenticeModel | None:
