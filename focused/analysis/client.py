@@ -24,6 +24,9 @@ from collections.abc import Awaitable, Callable
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING
 
+from scrapy.utils.defer import maybe_deferred_to_future
+from twisted.internet.threads import deferToThread
+
 from focused.analysis.worker import AnalysisConfig, AnalysisPool
 from focused.core.runtime import CrawlRuntime
 from focused.page.parsed import ParsedPage
@@ -155,8 +158,14 @@ class PageAnalysis:
         self.pool = None
 
     def close(self) -> None:
+        """Stop the workers and wait for them to exit."""
         if self.pool is not None:
             self.pool.close()
+
+    async def spider_closed(self) -> None:
+        """The ``spider_closed`` handler: :meth:`close` in a thread, so the reactor runs while a worker exits
+        (a few hundred ms); Scrapy awaits it before the crawl ends."""
+        await maybe_deferred_to_future(deferToThread(self.close))
 
 
 def skipped_slow(crawler: Crawler, url: str) -> None:

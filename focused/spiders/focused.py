@@ -106,7 +106,7 @@ class FocusedSpider(scrapy.Spider):
         if workers:
             start_after = AUTO_START_AFTER if is_auto(workers_setting) else 0
             spider.analysis = PageAnalysis(crawler, workers, spider.max_links, start_after)
-            crawler.signals.connect(spider.analysis.close, signal=signals.spider_closed)
+            crawler.signals.connect(spider.analysis.spider_closed, signal=signals.spider_closed)
         return spider
 
     def _configured_seeds(self) -> list[str]:
