@@ -40,7 +40,7 @@ from focused.learning.apprentice.linkbatch import LinkBatch
 from focused.learning.apprentice.linkids import parse_for_links
 from focused.learning.apprentice.model import ApprenticeModel
 from focused.learning.apprentice.pagelinks import page_payloads
-from focused.learning.apprentice.payload import LinkPayload, page_key
+from focused.learning.apprentice.payload import LinkPayload, page_key, split_payloads
 from focused.learning.apprentice.payload import unpack as _unpack
 from focused.learning.apprentice.siblings import SiblingFeedback, payload_tags
 from focused.learning.apprentice.state import OnlineState
@@ -115,7 +115,10 @@ class OnlineApprentice(OnlineState):
         self.aggregation = aggregation
         self.model: ApprenticeModel | None = None
         self._lock = threading.Lock()
-        self._pending: dict[str, list[LinkPayload]] = {}
+        #: the links of fetched pages whose targets are not judged yet: per target, their payloads' bytes
+        #: joined (:meth:`LinkPayload.to_bytes`; no object per link for the garbage collector to walk)
+        self._pending: dict[str, bytearray] = {}
+        self._n_pending = 0
         self._fetched: dict[str, float] = {}
         self._buffer: list[tuple[LinkPayload, float]] = []  # payload, target's relevance
         self._pages_in_batch = 0
@@ -170,7 +173,8 @@ class OnlineApprentice(OnlineState):
                     to_judged.append(payload)
                     judged.append(relevance)
                 else:
-                    self._pending.setdefault(key, []).append(_owning(payload))
+                    self._pending.setdefault(key, bytearray()).extend(payload.to_bytes())
+                    self._n_pending += 1
             if self.siblings is not None and to_judged:
                 self.siblings.observe_links_to_judged(to_judged, judged, self.prior)
 
@@ -183,7 +187,11 @@ class OnlineApprentice(OnlineState):
             found: list[LinkPayload] = []
             for key in (page_key(url) for url in urls):
                 self._fetched[key] = float(relevance)
-                found += self._pending.pop(key, ())
+                waiting = self._pending.pop(key, None)
+                if waiting is not None:
+                    links = split_payloads(waiting)
+                    self._n_pending -= len(links)
+                    found += links
             self._buffer.extend((payload, float(relevance)) for payload in found)
             if self.explore is not None:
                 self.explore.observe([p.ids for p in found])
@@ -316,13 +324,4 @@ class OnlineApprentice(OnlineState):
 
     @property
     def pending_links(self) -> int:
-        return sum(len(v) for v in self._pending.values())
-
-
-def _owning(payload: LinkPayload) -> LinkPayload:
-    """``payload`` with ids of its own: a link waiting for its target may wait for the rest of the crawl, and
-    ids that are a view of the page's array of all its links' ids (:class:`~focused.learning.apprentice.linkids.
-    RaggedIds`, as the page-analysis worker sends them) would keep that whole array alive with it (~20 KB a
-    fetched page in the 3,000-page default crawl). The same values, so the same scores."""
-    ids = payload.ids
-    return payload if ids.base is None else payload._replace(ids=ids.copy())
+        return self._n_pending

@@ -13,7 +13,16 @@ from typing import NamedTuple
 import numpy as np
 from w3lib.url import safe_url_string
 
-__all__ = ["LinkPayload", "pack", "page_key", "target_group", "unpack", "unpack_bytes"]
+__all__ = [
+    "LinkPayload",
+    "pack",
+    "page_key",
+    "payload_lengths",
+    "split_payloads",
+    "target_group",
+    "unpack",
+    "unpack_bytes",
+]
 
 
 #: URLs whose :func:`page_key` is remembered (a page's links are keyed three times, and a site's
@@ -86,6 +95,31 @@ def pack(payloads: Sequence[LinkPayload]) -> tuple[np.ndarray, np.ndarray]:
     blobs = [p.to_bytes() for p in payloads]
     data = np.frombuffer(b"".join(blobs), dtype=np.uint8) if blobs else np.zeros(0, np.uint8)
     return data, np.array([len(b) for b in blobs], dtype=np.int64)
+
+
+def payload_lengths(data: bytes | bytearray) -> list[int]:
+    """The lengths of the :meth:`LinkPayload.to_bytes` payloads joined in ``data``, read from their headers;
+    ``ValueError`` when the last one does not end where ``data`` does."""
+    lengths: list[int] = []
+    at, size = 0, len(data)
+    while at < size:
+        end = at + 4 + 4 * int.from_bytes(data[at : at + 4], "little")
+        if end >= size:
+            raise ValueError("damaged link payload")
+        lengths.append(end + 1 + 4 * data[end] - at)
+        at += lengths[-1]
+    if at != size:
+        raise ValueError("damaged link payload")
+    return lengths
+
+
+def split_payloads(data: bytes | bytearray) -> list[LinkPayload]:
+    """The payloads joined in ``data`` (:func:`payload_lengths`), each with ids of its own."""
+    view, out, at = memoryview(data), [], 0
+    for length in payload_lengths(data):
+        out.append(LinkPayload.from_bytes(bytes(view[at : at + length])))
+        at += length
+    return out
 
 
 def unpack_bytes(data: np.ndarray, lengths: np.ndarray) -> list[LinkPayload]:

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 import numpy as np
 
 from focused.learning.apprentice.explore import NoveltyBonus
-from focused.learning.apprentice.payload import LinkPayload
+from focused.learning.apprentice.payload import LinkPayload, payload_lengths
 from focused.learning.apprentice.payload import pack as _pack
 from focused.learning.apprentice.payload import unpack_bytes as _unpack_bytes
 from focused.learning.apprentice.siblings import SiblingFeedback
@@ -26,7 +26,8 @@ class OnlineState:
     """:meth:`state_arrays` and :meth:`restore_arrays` of the online apprentice's attributes below."""
 
     _lock: threading.Lock
-    _pending: dict[str, list[LinkPayload]]
+    _pending: dict[str, bytearray]
+    _n_pending: int
     _fetched: dict[str, float]
     _buffer: list[tuple[LinkPayload, float]]
     _pages_in_batch: int
@@ -42,8 +43,7 @@ class OnlineState:
         """
         with self._lock:
             pending_keys = list(self._pending)
-            pending = [p for k in pending_keys for p in self._pending[k]]
-            counts = np.array([len(self._pending[k]) for k in pending_keys], dtype=np.int64)
+            pending = [bytes(self._pending[k]) for k in pending_keys]
             fetched_keys = list(self._fetched)
             fetched = np.array([self._fetched[k] for k in fetched_keys], dtype=np.float64)
             buffered = [p for p, _ in self._buffer]
@@ -54,7 +54,11 @@ class OnlineState:
                 "pending_keys": pending_keys,
                 "fetched_keys": fetched_keys,
             }
-        pending_data, pending_lengths = _pack(pending)
+        # the file keeps every pending link's length and each target's count of them (as when they were objects)
+        split = [payload_lengths(joined) for joined in pending]
+        counts = np.array([len(lengths) for lengths in split], dtype=np.int64)
+        pending_lengths = np.array([n for lengths in split for n in lengths], dtype=np.int64)
+        pending_data = np.frombuffer(b"".join(pending), dtype=np.uint8) if pending else np.zeros(0, np.uint8)
         buffer_data, buffer_lengths = _pack(buffered)
         return {
             "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
@@ -84,13 +88,14 @@ class OnlineState:
         buffer_rel = [float(r) for r in arrays["buffer_relevance"]]
         if len(buffered) != len(buffer_rel):
             raise ValueError("buffered instances do not match their relevances")
-        grouped: dict[str, list[LinkPayload]] = {}
+        grouped: dict[str, bytearray] = {}
         i = 0
         for key, n in zip(keys, counts, strict=True):
-            grouped[key] = pending[i : i + n]
+            grouped[key] = bytearray(b"".join(p.to_bytes() for p in pending[i : i + n]))
             i += n
         with self._lock:
             self._pending = grouped
+            self._n_pending = len(pending)
             self._fetched = dict(zip(header["fetched_keys"], fetched, strict=True))
             self._buffer = list(zip(buffered, buffer_rel, strict=True))
             self._pages_in_batch = int(header["pages_in_batch"])
