@@ -108,6 +108,7 @@ FOCUSED_APPRENTICE_DMAX = 5
 #: Start no download while the apprentice trains a batch. With FOCUSED_MAX_UNSCORED_PAGES = 0 the fetch
 #: order is then the same on every run, whatever the training thread's speed (reproducible crawls and
 #: tests); the crawl waits for each retrain. False: the crawl goes on with the frozen model meanwhile.
+#: Workers sharing an apprentice in Redis (FOCUSED_APPRENTICE_SHARED) do not wait: they learn on their own clock.
 FOCUSED_APPRENTICE_WAIT = False
 #: Add the critic's top classes of the source page, with their prefixes (§3.8).
 FOCUSED_APPRENTICE_CLASS_FEATURES = False
