@@ -164,8 +164,10 @@ class PageAnalysis:
 
     async def spider_closed(self) -> None:
         """The ``spider_closed`` handler: :meth:`close` in a thread, so the reactor runs while a worker exits
-        (a few hundred ms); Scrapy awaits it before the crawl ends."""
-        await maybe_deferred_to_future(deferToThread(self.close))
+        (a few hundred ms); Scrapy awaits it before the crawl ends. Without workers (a crawl shorter than their
+        start) nothing is awaited: the close is what it was before workers existed."""
+        if self.pool is not None:
+            await maybe_deferred_to_future(deferToThread(self.close))
 
 
 def skipped_slow(crawler: Crawler, url: str) -> None:
