@@ -26,6 +26,7 @@ from focused.page.parse import parse_page
 from focused.page.parsed import ParsedPage
 from focused.page.simhash import simhash
 from focused.replay.server import ReplayServer
+from focused.spidermiddlewares.neardup import FINGERPRINT_META_KEY
 from tests.sites import HOST, regions_site, train_critic
 
 PAGES = [
@@ -119,24 +120,35 @@ class _Stats:
         self.values[key] = value
 
 
-def _analysis(pool: _Pool) -> PageAnalysis:
+def _analysis(pool: _Pool, config: AnalysisConfig | None = None) -> PageAnalysis:
     analysis = PageAnalysis.__new__(PageAnalysis)
     analysis.crawler = SimpleNamespace(stats=_Stats())  # type: ignore[assignment]
+    analysis.runtime = _Runtime()  # type: ignore[assignment]
+    analysis.config = config or AnalysisConfig(fingerprints=False)
     analysis.pool = pool  # type: ignore[assignment]
+    analysis._aside = None
     analysis._generation = 0
     analysis.start_after = 0
     return analysis
 
 
-def _read(analysis: PageAnalysis) -> tuple[Any, list[str]]:
+class _Runtime:
+    def __init__(self) -> None:
+        self.verdicts: dict[str, Any] = {}
+
+    def remember(self, url: str, verdict: Any) -> None:
+        self.verdicts[url] = verdict
+
+
+def _read(analysis: PageAnalysis, html: str = "<p>x</p>", url: str = "http://a.test/") -> tuple[Any, list[str]]:
     inline_calls: list[str] = []
 
     async def inline(response: Any, html: str, follow: bool) -> Any:
         inline_calls.append(response.url)
         return "read here", [], 0
 
-    response = SimpleNamespace(url="http://a.test/", encoding="utf-8", meta={})
-    return asyncio.run(analysis.read(response, "<p>x</p>", True, inline)), inline_calls  # type: ignore[arg-type]
+    response = SimpleNamespace(url=url, encoding="utf-8", meta={})
+    return asyncio.run(analysis.read(response, html, True, inline)), inline_calls  # type: ignore[arg-type]
 
 
 def test_a_page_in_flight_at_two_deaths_is_dropped_not_read_in_the_crawl_process() -> None:
@@ -185,11 +197,61 @@ def test_auto_reads_the_first_pages_here_and_then_starts_the_worker(monkeypatch:
 
     monkeypatch.setattr("focused.analysis.client.AnalysisPool", Started)
     analysis = _analysis(None)  # type: ignore[arg-type]
-    analysis.config, analysis.workers, analysis.start_after, analysis._pages_before = None, 1, 2, 0
-    reads = [_read(analysis) for _ in range(3)]
-    assert [inline for _, inline in reads] == [["http://a.test/"], ["http://a.test/"], []]
-    assert started == [1] and reads[2][0][0].title == "from the new worker"
+    analysis.workers, analysis.start_after, analysis._pages_before = 1, 2, 0
+    reads = [_read(analysis, PAGES[0][1], PAGES[0][0]) for _ in range(3)]
+    # the first two read aside in the crawl process (not by the reactor's own fallback), the third by the worker
+    assert [inline for _, inline in reads] == [[], [], []]
+    assert [r[0][0].title for r in reads] == ["Match report", "Match report", "from the new worker"]
+    assert started == [1] and reads[0][0][1] == take_links(parse_page(PAGES[0][1]), PAGES[0][0], "utf-8", 3000)[0]
     assert analysis.crawler.stats.values["focused/analysis/before_ready"] == 2
+
+
+def test_pages_before_the_workers_are_ready_are_read_in_a_thread_in_their_order(
+    critic_path: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    critic = load_critic(critic_path)
+    topic = critic.resolve_topic("sport")
+    config = AnalysisConfig(critic=critic, topic=topic, d_max=3, n_features=2**12)
+    starting: Future[None] = Future()  # workers that never get ready during this test
+    pool = _Pool(BrokenProcessPool("unused"), completed=0)
+    pool.ready = starting
+    analysis = _analysis(pool, config)
+    threads: list[tuple[str, str]] = []
+    real = analyze_page
+
+    def watched(*args: Any) -> Analysis:
+        threads.append((threading.current_thread().name, args[2]))
+        return real(*args)
+
+    async def crawl() -> list[Any]:
+        inline_calls: list[str] = []
+
+        async def inline(response: Any, html: str, follow: bool) -> Any:
+            inline_calls.append(response.url)
+            return None
+
+        responses = [SimpleNamespace(url=url, encoding="utf-8", meta={}) for url, _ in PAGES]
+        reads = await asyncio.gather(
+            *(analysis.read(r, html, True, inline) for r, (_, html) in zip(responses, PAGES, strict=True))
+        )
+        assert inline_calls == []
+        return [(read, response.meta) for read, response in zip(reads, responses, strict=True)]
+
+    monkeypatch.setattr("focused.analysis.client.analyze_page", watched)
+    try:
+        got = asyncio.run(crawl())
+    finally:
+        analysis.close()
+    assert [url for _, url in threads] == [url for url, _ in PAGES]  # one thread, in the order they came
+    assert len({name for name, _ in threads}) == 1 and threads[0][0].startswith("focused-analysis-aside")
+    for (url, html), (read, meta) in zip(PAGES, got, strict=True):
+        want = analyze_page(config, html, url, "utf-8", True)
+        parsed, links, over = read
+        assert (links, over) == (want.links, want.over) and parsed.text == want.parsed.text
+        assert meta[FINGERPRINT_META_KEY] == want.fingerprint
+        assert analysis.runtime.verdicts[url] == want.verdict  # type: ignore[attr-defined]
+    assert analysis.crawler.stats.values["focused/analysis/before_ready"] == 2
+    assert "focused/analysis/pages" not in analysis.crawler.stats.values
 
 
 def test_workers_that_cannot_start_hand_pages_back_and_a_failing_analysis_is_redone_here() -> None:
@@ -303,3 +365,20 @@ def test_a_worker_whose_crawl_died_while_it_started_leaves_at_once():
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0 and "still here" not in done.stdout
     assert time.monotonic() - started < 60  # a hang-only bound, well under the 120 s it would sleep
+
+
+def test_a_page_whose_reading_aside_fails_is_read_again_by_the_crawl_process(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(*args: Any) -> Analysis:
+        raise ValueError("a page the reader cannot take")
+
+    monkeypatch.setattr("focused.analysis.client.analyze_page", broken)
+    starting: Future[None] = Future()
+    pool = _Pool(BrokenProcessPool("unused"), completed=0)
+    pool.ready = starting
+    analysis = _analysis(pool)
+    try:
+        result, inline = _read(analysis)
+    finally:
+        analysis.close()
+    assert result == ("read here", [], 0) and inline == ["http://a.test/"]
+    assert analysis.crawler.stats.values["focused/analysis/failed"] == 1

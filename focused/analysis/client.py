@@ -2,11 +2,12 @@
 what to do when it fails.
 
 Built by the spider when ``FOCUSED_ANALYSIS_WORKERS`` asks for workers. :meth:`PageAnalysis.read`
-sends a page to a worker and awaits its reading (pages that come before the workers
-have started are read in the crawl process, so a short crawl does not wait for them;
-with ``auto`` the worker is started after :data:`AUTO_START_AFTER` pages), leaving the critic's verdict
+sends a page to a worker and awaits its reading, leaving the critic's verdict
 in the runtime's memo and the fingerprint in the response's meta for the
-components that would otherwise compute them. An analysis that raises is done
+components that would otherwise compute them. Pages that come before the workers
+have started (with ``auto`` the worker is started after :data:`AUTO_START_AFTER` pages) are read the
+same way in a thread of the crawl process, one at a time in their order, so a short crawl does not
+wait for the workers and the reactor does not wait for the reading. An analysis that raises is done
 again in the crawl process. A worker that dies is replaced (up to
 :data:`MAX_RESTARTS` times, then pages are read in the crawl process) and the
 pages it had in flight go to the new one, once: a page in flight at two deaths
@@ -20,16 +21,18 @@ from __future__ import annotations
 import asyncio
 import logging
 import pickle
+import time
 from collections.abc import Awaitable, Callable
+from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
 from typing import TYPE_CHECKING
 
 from scrapy.utils.defer import maybe_deferred_to_future
 from twisted.internet.threads import deferToThread
 
-from focused.analysis.worker import AnalysisConfig, AnalysisPool
+from focused.analysis.worker import Analysis, AnalysisConfig, AnalysisPool, analyze_page
 from focused.core.runtime import CrawlRuntime
-from focused.page.parsed import ParsedPage
+from focused.page.parsed import PageTooSlow, ParsedPage
 from focused.settings.access import setting
 from focused.spidermiddlewares.neardup import FINGERPRINT_META_KEY
 from focused.strategies.apprentice import ApprenticeStrategy
@@ -74,6 +77,8 @@ class PageAnalysis:
         self.start_after = start_after
         self._pages_before = 0  # pages read in the crawl process before the workers were asked for
         self.pool: AnalysisPool | None = None
+        #: the thread that reads pages before the workers are ready (:meth:`_read_aside`), made at the first
+        self._aside: ThreadPoolExecutor | None = None
         self._generation = 0
         if not start_after:
             self._start()
@@ -94,8 +99,7 @@ class PageAnalysis:
         if self.start_after:  # auto: a short crawl does without
             self._pages_before += 1
             if self._pages_before <= self.start_after:
-                self.crawler.stats.inc_value("focused/analysis/before_ready")
-                return await inline(response, html, follow)
+                return await self._read_aside(response, html, follow, inline)
             self.start_after = 0
             self._start()
         for retry in (False, True):  # a page in flight when a worker died is given to the next one once
@@ -103,9 +107,8 @@ class PageAnalysis:
             if pool is None:  # no workers (any more): read here
                 return await inline(response, html, follow)
             generation = self._generation
-            if not pool.ready.done() and not retry:  # workers starting (a second or two): read here meanwhile
-                self.crawler.stats.inc_value("focused/analysis/before_ready")
-                return await inline(response, html, follow)
+            if not pool.ready.done() and not retry:  # workers starting (a second or two): read aside meanwhile
+                return await self._read_aside(response, html, follow, inline)
             try:
                 await asyncio.wrap_future(pool.ready)  # a retried page waits for the new worker
                 analysis = await asyncio.wrap_future(pool.submit(html, response.url, response.encoding, follow))
@@ -123,17 +126,50 @@ class PageAnalysis:
                 return await inline(response, html, follow)
             pool.completed += 1
             self.crawler.stats.inc_value("focused/analysis/pages")
-            if analysis.too_slow:
-                skipped_slow(self.crawler, response.url)
-                return None
-            if analysis.verdict is not None:
-                self.runtime.remember(response.url, analysis.verdict)
-            if analysis.fingerprinted:
-                response.meta[FINGERPRINT_META_KEY] = analysis.fingerprint
-            return analysis.parsed, analysis.links, analysis.over
+            return self._taken(response, analysis)
         self.crawler.stats.inc_value("focused/analysis/dropped")
         logger.error("Page dropped: the page-analysis worker died while reading %s (or a page beside it)", response.url)
         return None
+
+    async def _read_aside(
+        self,
+        response: TextResponse,
+        html: str,
+        follow: bool,
+        inline: Callable[[TextResponse, str, bool], Awaitable[Read | None]],
+    ) -> Read | None:
+        """A page before the workers are ready: :func:`analyze_page` in the crawl process's reading thread.
+
+        One thread, so pages are read in the order they came, as by one worker; the reactor meanwhile
+        downloads and schedules (reading them on it held it for 80-160 ms when several landed in one turn).
+        The time budget bounds the parse, as for a page read on the reactor. An analysis that raises is
+        done again by ``inline``, as one from a worker."""
+        self.crawler.stats.inc_value("focused/analysis/before_ready")
+        if self._aside is None:
+            self._aside = ThreadPoolExecutor(1, thread_name_prefix="focused-analysis-aside")
+        budget = self.config.time_budget
+        deadline = time.monotonic() + budget if budget > 0 else None
+        reading = self._aside.submit(analyze_page, self.config, html, response.url, response.encoding, follow, deadline)
+        try:
+            analysis = await asyncio.wrap_future(reading)
+        except PageTooSlow:
+            analysis = Analysis(ParsedPage(), [], 0, too_slow=True)
+        except Exception:
+            logger.warning("Analysis of %s failed in the reading thread; reading it here", response.url, exc_info=True)
+            self.crawler.stats.inc_value("focused/analysis/failed")
+            return await inline(response, html, follow)
+        return self._taken(response, analysis)
+
+    def _taken(self, response: TextResponse, analysis: Analysis) -> Read | None:
+        """A page's analysis put where the components look for it; None for a page over the time budget."""
+        if analysis.too_slow:
+            skipped_slow(self.crawler, response.url)
+            return None
+        if analysis.verdict is not None:
+            self.runtime.remember(response.url, analysis.verdict)
+        if analysis.fingerprinted:
+            response.meta[FINGERPRINT_META_KEY] = analysis.fingerprint
+        return analysis.parsed, analysis.links, analysis.over
 
     def _worker_died(self, generation: int) -> None:
         """Replace the dead worker (once per death: every page in flight sees the same broken pool)."""
@@ -158,7 +194,10 @@ class PageAnalysis:
         self.pool = None
 
     def close(self) -> None:
-        """Stop the workers and wait for them to exit."""
+        """Stop the reading thread and the workers, and wait for the workers to exit (pages still queued are
+        dropped: the crawl is over; a page being read aside finishes in its thread)."""
+        if self._aside is not None:
+            self._aside.shutdown(wait=False, cancel_futures=True)
         if self.pool is not None:
             self.pool.close()
 
@@ -166,7 +205,9 @@ class PageAnalysis:
         """The ``spider_closed`` handler: :meth:`close` in a thread, so the reactor runs while a worker exits
         (a few hundred ms); Scrapy awaits it before the crawl ends. Without workers (a crawl shorter than their
         start) nothing is awaited: the close is what it was before workers existed."""
-        if self.pool is not None:
+        if self.pool is None:
+            self.close()
+        else:
             await maybe_deferred_to_future(deferToThread(self.close))
 
 
