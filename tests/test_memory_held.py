@@ -56,6 +56,29 @@ def test_the_waiting_links_are_nothing_for_the_garbage_collector_to_walk():
     assert restored.pending_links == 149 and restored._pending == online._pending
 
 
+def test_a_checkpoint_of_waiting_links_is_read_back_per_target_and_checked():
+    online = OnlineApprentice(Apprentice(n_side=2), snippet_critic=lambda texts, urls: np.zeros(len(texts)))
+    for _ in range(4):  # three targets, each linked from every page: four payloads a target
+        online.observe_links([f"http://a.test/{n}" for n in range(3)], _page_payloads()[0])
+    arrays = online.state_arrays()
+    assert list(arrays["pending_counts"]) == [4, 4, 4] and len(arrays["pending_lengths"]) == 12
+    restored = OnlineApprentice(Apprentice(n_side=2), snippet_critic=lambda texts, urls: np.zeros(len(texts)))
+    restored.restore_arrays(arrays)
+    assert restored.pending_links == 12 and restored._pending == online._pending
+    for name, damaged in [
+        ("pending_lengths", arrays["pending_lengths"] + np.array([4, -4] + [0] * 10)),  # a header disagrees
+        ("pending_data", arrays["pending_data"][:-1]),  # the last payload cut short
+        ("pending_counts", np.array([4, 4, 5])),  # more links than payloads
+        ("pending_counts", np.array([-4, 8, 8])),  # the right sum with a negative count
+    ]:
+        fresh = OnlineApprentice(Apprentice(n_side=2), snippet_critic=lambda texts, urls: np.zeros(len(texts)))
+        try:
+            fresh.restore_arrays({**arrays, name: damaged})
+        except ValueError:
+            continue
+        raise AssertionError(f"damaged {name} was read back")
+
+
 def test_the_waiting_links_become_the_same_instances():
     online = OnlineApprentice(Apprentice(n_side=2), snippet_critic=lambda texts, urls: np.zeros(len(texts)))
     payloads, _ = _page_payloads()

@@ -76,11 +76,9 @@ class OnlineState:
     def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Inverse of :meth:`state_arrays`; ``ValueError`` (or ``KeyError``) for arrays it did not write."""
         header = json.loads(bytes(arrays["header"]).decode())
-        pending = _unpack_bytes(arrays["pending_data"], arrays["pending_lengths"])
-        counts = [int(c) for c in arrays["pending_counts"]]
-        keys = header["pending_keys"]
-        if len(keys) != len(counts) or sum(counts) != len(pending):
-            raise ValueError("pending links do not match their keys")
+        grouped = _pending_per_target(
+            header["pending_keys"], arrays["pending_data"], arrays["pending_lengths"], arrays["pending_counts"]
+        )
         fetched = [float(r) for r in arrays["fetched"]]
         if len(header["fetched_keys"]) != len(fetched):
             raise ValueError("fetched pages do not match their keys")
@@ -88,14 +86,9 @@ class OnlineState:
         buffer_rel = [float(r) for r in arrays["buffer_relevance"]]
         if len(buffered) != len(buffer_rel):
             raise ValueError("buffered instances do not match their relevances")
-        grouped: dict[str, bytearray] = {}
-        i = 0
-        for key, n in zip(keys, counts, strict=True):
-            grouped[key] = bytearray(b"".join(p.to_bytes() for p in pending[i : i + n]))
-            i += n
         with self._lock:
             self._pending = grouped
-            self._n_pending = len(pending)
+            self._n_pending = len(arrays["pending_lengths"])
             self._fetched = dict(zip(header["fetched_keys"], fetched, strict=True))
             self._buffer = list(zip(buffered, buffer_rel, strict=True))
             self._pages_in_batch = int(header["pages_in_batch"])
@@ -104,3 +97,24 @@ class OnlineState:
                 self.explore.restore_arrays(arrays)
             if self.siblings is not None:
                 self.siblings.restore_arrays(arrays)
+
+
+def _pending_per_target(
+    keys: list[str], data: np.ndarray, lengths: np.ndarray, counts: np.ndarray
+) -> dict[str, bytearray]:
+    """The pending links' payloads as :meth:`OnlineState.state_arrays` wrote them, joined per target as the
+    apprentice keeps them: slices of the file's bytes, each payload checked against its own header
+    (:func:`payload_lengths`, what :meth:`LinkPayload.from_bytes` checks); ``ValueError`` when they disagree."""
+    raw = np.asarray(data, dtype=np.uint8).tobytes()
+    sizes = [int(n) for n in lengths]
+    n_links = [int(c) for c in counts]
+    if len(keys) != len(n_links) or min(n_links, default=0) < 0 or sum(n_links) != len(sizes):
+        raise ValueError("pending links do not match their keys")
+    if payload_lengths(raw) != sizes:
+        raise ValueError("payload lengths do not match the data")
+    offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))).tolist()
+    firsts = np.concatenate(([0], np.cumsum(n_links, dtype=np.int64))).tolist()
+    view = memoryview(raw)
+    return {
+        key: bytearray(view[offsets[a] : offsets[b]]) for key, a, b in zip(keys, firsts[:-1], firsts[1:], strict=True)
+    }
