@@ -14,7 +14,9 @@ from dataclasses import dataclass
 rescore_frontier = object()
 
 #: Ask the scheduler to hand out no request until a Deferred fires (the apprentice's retrain with
-#: ``FOCUSED_APPRENTICE_WAIT``). Argument: ``until`` (a :class:`~twisted.internet.defer.Deferred`).
+#: ``FOCUSED_APPRENTICE_WAIT``). Arguments: ``until`` (a :class:`~twisted.internet.defer.Deferred`) and
+#: optionally ``reason`` (one of :data:`focused.core.holds.REASONS`, default ``training``: the stat
+#: ``focused/frontier/held_back_<reason>`` counts the requests it held back).
 hold_frontier = object()
 
 #: Sent by the pipeline after a page is labelled by the critic and stored.

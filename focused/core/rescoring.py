@@ -34,17 +34,12 @@ class BackgroundRescores:
     """The background re-scores of one scheduler, applied one after another.
 
     ``closed()`` says whether the scheduler has closed (a re-score still applying is then dropped: the store
-    is closed), ``count_bad(n)`` counts the waiting entries whose payloads were damaged, and ``done()`` is
-    called when the last re-score under way has finished (the scheduler wakes the engine: strict best-first
-    holds requests back while one is under way).
+    is closed) and ``count_bad(n)`` counts the waiting entries whose payloads were damaged.
     """
 
-    def __init__(self, closed: Callable[[], bool], count_bad: Callable[[int], None], done: Callable[[], None]) -> None:
+    def __init__(self, closed: Callable[[], bool], count_bad: Callable[[int], None]) -> None:
         self.closed = closed
         self.count_bad = count_bad
-        self.done = done
-        #: re-scores under way
-        self.running = 0
         self._tail: Deferred[None] | None = None  # fires when the last one asked for has finished
 
     def start(self, store: FrontierStore, scorer: Scorer) -> Deferred[int]:
@@ -53,7 +48,6 @@ class BackgroundRescores:
         bad_before = store.bad_payloads
         previous, finished = self._tail, Deferred[None]()
         self._tail = finished
-        self.running += 1
 
         async def run() -> int:
             try:
@@ -74,9 +68,6 @@ class BackgroundRescores:
                 return changed
             finally:
                 job.close()
-                self.running -= 1
                 finished.callback(None)
-                if not self.running:
-                    self.done()
 
         return Deferred.fromCoroutine(run())

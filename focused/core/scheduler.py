@@ -19,6 +19,9 @@ scheduler keeps its frontier in a :class:`~focused.frontier.store.FrontierStore`
 * no request is handed out while more downloaded pages than
   ``FOCUSED_MAX_UNSCORED_PAGES`` await scoring (their links may outrank
   every waiting URL): a bounded look-ahead, 0 for strict best-first;
+* no request is handed out while a hold is open (:mod:`focused.core.holds`): a
+  background re-score in strict best-first, the apprentice's training with
+  ``FOCUSED_APPRENTICE_WAIT`` (:data:`focused.signals.hold_frontier`);
 * a popped request is *leased*: it stays in the store, in flight, until the
   engine has fully handled its response (page stored in the crawl database,
   outlinks scored and enqueued) or given up on it; only then is it
@@ -63,6 +66,7 @@ from focused import signals
 from focused.core.budget import PageBudget
 from focused.core.enginestate import engine_requests, unscored_pages
 from focused.core.fingerprints import UrlFingerprints
+from focused.core.holds import Holds, wake_later, wake_now
 from focused.core.rescoring import BackgroundRescores
 from focused.frontier.leases import Leases
 from focused.frontier.memory import MemoryStore
@@ -163,9 +167,9 @@ class FocusedScheduler:
         #: the store's entries dropped by its own cap (Redis), counted in the stats so far
         self._dropped = 0
         #: background re-scores under way (:meth:`rescore_background`)
-        self._background = BackgroundRescores(lambda: self._closed, self._count_bad, self._wake_now)
-        #: holds asked for through focused.signals.hold_frontier and not released yet
-        self._holds = 0
+        self._background = BackgroundRescores(lambda: self._closed, self._count_bad)
+        #: no request is handed out while one is open (strict re-scores, focused.signals.hold_frontier)
+        self._holds = Holds(self._wake_now)
         #: FOCUSED_MAX_PAGES: nothing is handed out that the budget could not store
         self.budget = PageBudget.of(crawler)
         self.budget.give_back = self.give_back
@@ -334,12 +338,9 @@ class FocusedScheduler:
             # is through (each download's completion schedules its next call)
             self.stats.inc_value("focused/frontier/held_back")
             return None
-        if self._background.running and not self.max_unscored:
-            # strict best-first: the re-scored priorities first (the engine is woken when they are in)
-            self.stats.inc_value("focused/frontier/held_back_rescoring")
-            return None
-        if self._holds:  # the apprentice trains (FOCUSED_APPRENTICE_WAIT): its model first
-            self.stats.inc_value("focused/frontier/held_back_training")
+        held = self._holds.holding()
+        if held is not None:  # a strict re-score's priorities or a model first (the engine is woken after)
+            self.stats.inc_value(f"focused/frontier/held_back_{held}")
             return None
         if not self.budget.room():
             return None
@@ -472,18 +473,8 @@ class FocusedScheduler:
     def _wake_soon(self) -> None:
         """Have the engine look for requests again in ``FOCUSED_REDIS_POLL_SECONDS``: if the frontier is
         still empty it goes idle again (and here again), else it fetches."""
-        if self._wake is not None and self._wake.active():
-            return
-        try:
-            nextcall = getattr(getattr(self.crawler.engine, "_slot", None), "nextcall", None)
-        except RuntimeError:  # no engine (a scheduler driven by hand)
-            return
-        if nextcall is None:
-            return
-        from twisted.internet import reactor
-
         delay = max(0.01, setting(self.crawler.settings, "FOCUSED_REDIS_POLL_SECONDS"))
-        self._wake = cast(Any, reactor).callLater(delay, nextcall.schedule)
+        self._wake = wake_later(self.crawler, delay, self._wake)
 
     def _store_failed(self, exc: StoreError) -> None:
         """The store gave up (Redis gone for longer than its retry time): one error line, and the crawl stops."""
@@ -532,7 +523,10 @@ class FocusedScheduler:
         """
         self._flush()
         self.stats.inc_value("focused/frontier/rescored", len(self.store))
-        return self._background.start(self.store, scorer)
+        rescored = self._background.start(self.store, scorer)
+        if not self.max_unscored:  # strict best-first: the re-scored priorities first
+            self._holds.hold("rescoring", rescored)
+        return rescored
 
     def _count_bad(self, bad: int) -> None:
         if bad:
@@ -540,26 +534,14 @@ class FocusedScheduler:
             logger.error("Re-score skipped %d waiting requests with damaged payloads (their priority is kept)", bad)
 
     def _wake_now(self) -> None:
-        """Have the engine ask for a request now (a re-score held them back; no download may be in flight
-        to make it ask)."""
-        try:
-            nextcall = getattr(getattr(self.crawler.engine, "_slot", None), "nextcall", None)
-        except RuntimeError:  # no engine (a scheduler driven by hand)
-            return
-        if nextcall is not None and not self._closed:
-            nextcall.schedule()
+        """Have the engine ask for a request now (a hold kept them back; no download may be in flight to make
+        it ask)."""
+        if not self._closed:
+            wake_now(self.crawler)
 
-    def _on_hold(self, until: Deferred[Any]) -> None:
+    def _on_hold(self, until: Deferred[Any], reason: str = "training") -> None:
         """The :data:`focused.signals.hold_frontier` handler: no request until ``until`` fires."""
-        self._holds += 1
-
-        def release(result: Any) -> Any:
-            self._holds -= 1
-            if not self._holds:
-                self._wake_now()
-            return result
-
-        until.addBoth(release)
+        self._holds.hold(reason, until)
 
     def _on_rescore(self, scorer: Scorer, background: Callable[[Deferred[int]], None] | None = None) -> int | None:
         """The :data:`focused.signals.rescore_frontier` handler. With ``background`` (a signal handler may not
