@@ -147,6 +147,15 @@ def examples_track(
     pool = Background(sources, max_background)
     track = Track(f"examples-{base.name}", base.store, base.labels)
     track.strategies = ("baseline", "oracle", "oracle-lookahead")
+    read: dict[tuple[str, ...] | None, tuple[list[str], list[str], list[str]]] = {}
+
+    def pages_of(case: Case) -> tuple[list[str], list[str], list[str]]:
+        """:func:`held_out_pages`, read once per set of confined groups (the wiki's 8 topics judge the same pages)."""
+        key = None if case.confine is None else tuple(sorted(case.confine))
+        if key not in read:
+            read[key] = held_out_pages(base, case)
+        return read[key]
+
     for case in base.cases:
         critic = load_critic(case.model)
         topic = critic.resolve_topic(case.topic)
@@ -155,12 +164,12 @@ def examples_track(
         name = topic.prefixes[0]
         case = replace(case, topic=name)
         track.cases.append(case)
-        urls, texts, labels = held_out_pages(base, case)
+        urls, texts, labels = pages_of(case)
         figures: dict[str, Any] = {TAXONOMY: critic_figures(critic, name, urls, texts, labels)}
         track.extra.append(ExtraJob(case, TAXONOMY, strategy, 0))
         # the pages a critic may train on: the training groups' (confined), every labelled page (cross-fitted)
         if case.confine is not None:
-            train_urls, train_texts, train_labels = _training_pages(base, case)
+            train_urls, train_texts, train_labels = _training_pages(base, case, pages_of(replace(case, confine=None)))
         else:
             train_urls, train_texts, train_labels = urls, texts, labels
         text_of = dict(zip(train_urls, train_texts, strict=True))
@@ -200,10 +209,12 @@ def examples_track(
     return track
 
 
-def _training_pages(base: Track, case: Case) -> tuple[list[str], list[str], list[str]]:
-    """The labelled pages of every group but the case's confined ones (what its taxonomy critic trained on)."""
-    everything = replace(case, confine=None)
-    urls, texts, labels = held_out_pages(base, everything)
+def _training_pages(
+    base: Track, case: Case, everything: tuple[list[str], list[str], list[str]]
+) -> tuple[list[str], list[str], list[str]]:
+    """The labelled pages of every group but the case's confined ones (what its taxonomy critic trained on), of
+    ``everything`` (:func:`held_out_pages` of the case unconfined)."""
+    urls, texts, labels = everything
     keep = [i for i, u in enumerate(urls) if base.store.group_of(u) not in (case.confine or ())]
     return [urls[i] for i in keep], [texts[i] for i in keep], [labels[i] for i in keep]
 
