@@ -161,16 +161,19 @@ def test_signal_then_resume_continues_the_same_crawl(site, reference, name, sign
     result = run(s, resume=True)
     order, _ = fetched(s.db)
     assert set(order) == set(reference)
-    assert order[: len(before)] == before  # the crawl database is continued
+    # the crawl database is continued: its rows come first, in their order, but for the pages fetched again
+    # after the resume, whose rows the re-fetch replaced (at its own place in the fetch order, docs/jobs.md)
+    moved = result.stats.get("focused/pages_refetched", 0)
+    first = order[: len(before) - moved]
+    assert first == [u for u in before if u in set(first)]
     if len(signals_to_send) == 1:
         # a graceful stop: the resumed crawl fetches exactly what the uninterrupted one would have
         assert code == 0
         assert order == reference
-        assert result.stats.get("focused/frontier/refetched", 0) == 0
+        assert moved == 0 and result.stats.get("focused/frontier/refetched", 0) == 0
     else:
-        # forced: pages committed to the database but not yet acknowledged are fetched again
-        # (they keep their place in the crawl database; each re-fetch is counted)
-        assert result.stats.get("focused/frontier/refetched", 0) <= 2
+        # forced: pages committed to the database but not yet acknowledged are fetched again (each counted)
+        assert moved <= 2 and result.stats.get("focused/frontier/refetched", 0) <= 2
         assert sorted(order) == sorted(reference)
 
 
