@@ -41,6 +41,9 @@ if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from scrapy.http import TextResponse
 
+    #: The spider's reading of a page in the crawl process (``FocusedSpider._read_here``): the fallback.
+    ReadHere = Callable[[TextResponse, str, bool], Awaitable["Read | None"]]
+
 logger = logging.getLogger(__name__)
 
 #: Workers started after deaths before the crawl stops using them.
@@ -92,7 +95,7 @@ class PageAnalysis:
         response: TextResponse,
         html: str,
         follow: bool,
-        inline: Callable[[TextResponse, str, bool], Awaitable[Read | None]],
+        inline: ReadHere,
     ) -> Read | None:
         """The page's parse, outlinks and unread links; None if workers died twice reading it (dropped) or
         it took longer than ``FOCUSED_PAGE_TIME_BUDGET`` (skipped)."""
@@ -136,7 +139,7 @@ class PageAnalysis:
         response: TextResponse,
         html: str,
         follow: bool,
-        inline: Callable[[TextResponse, str, bool], Awaitable[Read | None]],
+        inline: ReadHere,
     ) -> Read | None:
         """A page before the workers are ready: :func:`analyze_page` in the crawl process's reading thread.
 
