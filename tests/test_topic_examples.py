@@ -78,6 +78,21 @@ def test_the_critic_accepts_its_examples_and_rejects_other_pages(background):
     assert report.background_accepted <= 0.05
 
 
+def test_the_critic_leaves_out_the_template_its_examples_share(background):
+    """Examples from one site carry its menu and footer, which the background lacks: whoever trains the critic (the
+    commands, the bench), those lines are left out, else every page of the site, cooking too, would be on topic."""
+    menu = "Star Gazette\nHome\nNews desk\nSubscribe today\nContact the editors\n"
+    footer = "\nCopyright Star Gazette Publishing, all rights reserved\nPrivacy policy and cookie notice"
+
+    def site(pages: list[str]) -> list[str]:
+        return [menu + page + footer for page in pages]
+
+    trained = train_examples_critic(site(texts(ASTRONOMY)), texts(sorted(background.glob("*.html"))), name="sky")
+    topic = trained.critic.resolve_topic("sky")
+    assert max(trained.critic.judge(t, topic).relevance for t in site(texts(COOKING_PAGES))) < THRESHOLD
+    assert min(trained.critic.judge(t, topic).relevance for t in site(texts(ASTRONOMY))) >= THRESHOLD
+
+
 def test_the_model_file_keeps_the_scaled_verdict(tmp_path, background):
     trained = train_examples_critic(texts(ASTRONOMY), texts(sorted(background.glob("*.html"))), name="astronomy")
     path = trained.critic.save(tmp_path / "astronomy.npz")

@@ -312,25 +312,6 @@ def topic_name(spec: str, given: str = "") -> str:
     return name
 
 
-def strip_template(texts: list[str]) -> list[str]:
-    """The texts less the lines that more than half of them share (at least 3): a site's template.
-
-    Examples fetched from one site share its navigation, header and footer, which the background lacks; left in,
-    the critic learns the template as the topic and judges every page of that site on topic.
-    """
-    from collections import Counter
-
-    if len(texts) < 3:
-        return texts
-    counts = Counter(line for text in texts for line in {ln.strip() for ln in text.splitlines() if ln.strip()})
-    shared = {line for line, n in counts.items() if n >= 3 and n > len(texts) / 2}
-    if not shared:
-        return texts
-    logger.info("examples: %d template line(s) shared by most examples left out", len(shared))
-    stripped = ["\n".join(ln for ln in text.splitlines() if ln.strip() not in shared) for text in texts]
-    return [s for s in stripped if s.split()]
-
-
 def train_topic(
     examples: Examples,
     name: str,
@@ -345,7 +326,7 @@ def train_topic(
     """Train the critic of topic ``name`` from ``examples`` against ``background`` (one-line ConfigError)."""
     from focused.page.text import html_to_text
 
-    texts = strip_template([t for t in (html_to_text(b) for b in examples.bodies) if t.split()])
+    texts = [t for t in (html_to_text(b) for b in examples.bodies) if t.split()]
     if len(texts) < MIN_POSITIVES:
         raise ConfigError(f"need at least {MIN_POSITIVES} example pages with text, got {len(texts)}")
     negative_texts = [t for t in (html_to_text(b) for b in negatives) if t.split()]

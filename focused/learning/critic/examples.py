@@ -18,7 +18,8 @@ so Pr(topic | page) ≥ 0.5 means on topic. (Elkan and Noto's g / c, KDD 2008, w
 few examples the cross-validated c was small and g / c accepted most pages.)
 
 Optional negatives (pages known to be off topic) join the unlabelled side with the positives'
-weight; optional keywords are one more positive page, always trained on, never held out.
+weight; optional keywords are one more positive page, always trained on, never held out. The lines most
+examples share (a site's menu and footer, :func:`strip_template`) are left out of them first.
 
 What :func:`train_examples_critic` returns is an ordinary two-class naive Bayes
 :class:`~focused.learning.critic.naive_bayes.Critic` (the topic and ``background``, equal priors:
@@ -33,6 +34,7 @@ the report and the apprentice read it as any critic, from one model file of plai
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -52,6 +54,7 @@ __all__ = [
     "UNLABELLED_MASS",
     "HoldoutReport",
     "TopicCritic",
+    "strip_template",
     "train_examples_critic",
 ]
 
@@ -64,7 +67,7 @@ DEFAULT_FOLDS = 5
 #: Fewer positives than this cannot be held out and judged (each fold needs one).
 MIN_POSITIVES = 2
 #: Identifies the training recipe: a cached critic of another recipe is retrained.
-RECIPE = "pu-percentile/v5"
+RECIPE = "pu-percentile/v6"
 #: Inverse L2 strength of the regression (scikit-learn's C): chosen on the astronomy case (docs/topic.md).
 REGULARISATION = 1.0
 #: The positives' total weight against the unlabelled pages' (1: balanced).
@@ -190,7 +193,7 @@ def train_examples_critic(
     Parameters
     ----------
     positives
-        The texts of the user's example pages.
+        The texts of the user's example pages (the lines most of them share are left out: :func:`strip_template`).
     background
         Unlabelled texts of other pages (not negatives: some may be on topic).
     negatives, keywords
@@ -207,7 +210,7 @@ def train_examples_critic(
     ValueError
         For fewer than :data:`MIN_POSITIVES` positives or an empty background.
     """
-    pos = [t for t in positives if t.split()]
+    pos = strip_template([t for t in positives if t.split()])
     bg = [t for t in background if t.split()]
     neg = [t for t in (negatives or ()) if t.split()]
     keyword_text = " ".join(k.strip() for k in (keywords or ()) if k.strip())
@@ -273,6 +276,23 @@ def train_examples_critic(
     critic = _naive_bayes(X, labelled, name, seed, meta, list(examples)[:20], head, soft=soft)
     logger.info("topic %r from %d examples: %s", name, n_pos, "; ".join(report.lines()))
     return TopicCritic(critic, report, name)
+
+
+def strip_template(texts: list[str]) -> list[str]:
+    """The texts less the lines that more than half of them share (at least 3): a site's template.
+
+    Examples fetched from one site share its navigation, header and footer, which the background lacks; left in,
+    the critic learns the template as the topic and judges every page of that site on topic.
+    """
+    if len(texts) < 3:
+        return texts
+    counts = Counter(line for text in texts for line in {ln.strip() for ln in text.splitlines() if ln.strip()})
+    shared = {line for line, n in counts.items() if n >= 3 and n > len(texts) / 2}
+    if not shared:
+        return texts
+    logger.info("examples: %d template line(s) shared by most examples left out", len(shared))
+    stripped = ["\n".join(ln for ln in text.splitlines() if ln.strip() not in shared) for text in texts]
+    return [s for s in stripped if s.split()]
 
 
 # ---------------------------------------------------------------------- the models
