@@ -105,12 +105,14 @@ def product_matrix(lengths: np.ndarray, ids: np.ndarray, n_features: int = N_FEA
     if not sorted_rows.all():
         return csr_from_flat(lengths, ids, n_features)
     del sorted_rows
-    data = np.ones(ids.size)
+    data = np.empty(ids.size)  # 0.0 where a position repeats the id before it, else 1.0
+    data[0] = 1.0
+    np.subtract(1.0, same, out=data[1:], dtype=np.float64)
     repeats = np.flatnonzero(same) + 1  # the positions that repeat the id before them
     if repeats.size:
-        data[repeats] = 0.0
         first = np.ones(repeats.size, dtype=bool)  # the first repeat of each run
         np.not_equal(repeats[1:], repeats[:-1] + 1, out=first[1:])
         firsts = np.flatnonzero(first)
-        data[repeats[firsts] - 1] += np.diff(np.append(firsts, repeats.size))  # the run's count on its first
+        # the run's count on its first position (which repeats nothing: it held 1.0)
+        data[repeats[firsts] - 1] = np.diff(np.append(firsts, repeats.size)) + 1.0
     return sp.csr_matrix((data, ids, indptr), shape=(len(lengths), n_features))

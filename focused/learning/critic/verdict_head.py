@@ -108,7 +108,7 @@ class VerdictHead:
         return sp.csr_matrix((weights, X.indices.copy(), X.indptr.copy()), shape=X.shape)
 
     def _weights(self, X: sp.csr_matrix, rows: np.ndarray) -> np.ndarray:
-        idf = self.idf[X.indices]
+        idf = np.take(self.idf, X.indices)
         idf = np.where(idf > 0, idf, self.idf_unseen)
         weights = (1.0 + np.log(np.maximum(X.data.astype(np.float64), 1.0))) * idf
         norms = np.sqrt(np.bincount(rows, weights=weights**2, minlength=X.shape[0]))
@@ -121,7 +121,7 @@ class VerdictHead:
         rows = np.repeat(np.arange(n), np.diff(X.indptr))
         weights = self._weights(X, rows)  # over every feature of the page: the norm counts them all
         slot, block = self._block()
-        slots = slot[X.indices]
+        slots = np.take(slot, X.indices)
         keep = slots >= 0
         indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=n))])
         # float32 as the block: a float64 matrix would make scipy copy the whole block to float64 every call
