@@ -40,9 +40,10 @@ from focused.settings.checks import (
     whole,
     writable,
 )
+from focused.settings.seeds import parse_seeds, read_seeds_file
 from focused.settings.suggest import did_you_mean, listed, topic_suggestions
 
-__all__ = ["ARGUMENT_SETTINGS", "SPECS", "default_names", "parse_seeds", "read_seeds_file", "validate"]
+__all__ = ["ARGUMENT_SETTINGS", "SPECS", "default_names", "validate"]
 
 #: Spider argument -> the setting it sets (``-a topic=X`` is ``-s FOCUSED_TOPIC=X``).
 ARGUMENT_SETTINGS = {
@@ -67,34 +68,7 @@ ARGUMENT_SETTINGS = {
 #: The setting -> the spider argument that sets it.
 ARGUMENT_OF = {setting: argument for argument, setting in ARGUMENT_SETTINGS.items()}
 
-# ---------------------------------------------------------------------- seeds (the spider reads them with these)
-
-
-def parse_seeds(text: str) -> list[str]:
-    """Split a comma/whitespace-separated seed list and check every URL is http(s)."""
-    seeds = [s.strip() for chunk in text.split(",") for s in chunk.split() if s.strip()]
-    bad = [s for s in seeds if urlsplit(s).scheme not in ("http", "https") or not urlsplit(s).netloc]
-    if bad:
-        # a bare host name (www.x.edu, localhost:8000/a) lacks only its scheme
-        bare = [
-            b for b in bad if "://" not in b and "@" not in b and _looks_like_host(urlsplit(f"http://{b}").hostname)
-        ]
-        hint = f" (did you mean {', '.join(f'http://{b}' for b in bare)}?)" if bare else ""
-        raise ConfigError(f"seeds must be http(s) URLs; not: {', '.join(bad)}{hint}")
-    return seeds
-
-
-def _looks_like_host(host: str | None) -> bool:
-    return bool(host) and ("." in str(host) or host == "localhost")
-
-
-def read_seeds_file(path: str) -> list[str]:
-    """Seeds from a file, one URL per line; ``#`` starts a comment."""
-    try:
-        lines = project_path(path).read_text(encoding="utf-8").splitlines()
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"cannot read seeds file {path}: {exc}") from exc
-    return parse_seeds(",".join(line.split("#", 1)[0] for line in lines))
+# ---------------------------------------------------------------------- seeds
 
 
 def _seeds(value: Any, ctx: Context) -> None:

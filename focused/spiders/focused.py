@@ -40,7 +40,8 @@ from focused.priority import SEED_PRIORITY
 from focused.settings.access import setting
 from focused.settings.profiles import apply_profile
 from focused.settings.scrapyd import SCRAPYD_ARGUMENTS, apply_job, apply_jobdir
-from focused.settings.validation import ARGUMENT_SETTINGS, parse_seeds, read_seeds_file
+from focused.settings.seeds import parse_seeds, read_seeds_file
+from focused.settings.validation import ARGUMENT_SETTINGS
 from focused.spidermiddlewares.scoring import PARSED_META_KEY
 from focused.spiders.redis_seeds import RedisSeeds
 from focused.spiders.seedreport import SEED_META_KEY, SeedReport

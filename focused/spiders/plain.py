@@ -16,7 +16,7 @@ from scrapy.linkextractors import LinkExtractor
 
 from focused.settings.access import setting
 from focused.settings.profiles import apply_profile
-from focused.settings.validation import parse_seeds
+from focused.settings.seeds import parse_seeds
 
 
 class PlainSpider(scrapy.Spider):
