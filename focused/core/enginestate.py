@@ -1,9 +1,10 @@
 """What the scheduler reads of Scrapy's engine: the requests it holds and the pages it has yet to score;
-and the requests queued in its downloader, which the page budget takes back when it closes.
+the requests queued in its downloader, which the page budget takes back when it closes; and the call that
+makes it ask for requests, which the scheduler's holds and idle wait schedule (:mod:`focused.core.holds`).
 
-Scrapy has no public API for either; both come from the engine's and the
-scraper's slots (Scrapy 2.13+), and both answer ``None`` (unknown) when there
-is no engine, as when a scheduler is driven by hand in a test.
+Scrapy has no public API for these; they come from the engine's and the
+scraper's and the downloader's slots (Scrapy 2.13+), and they answer ``None`` (unknown; the queued
+downloads: none) when there is no engine, as when a scheduler is driven by hand in a test.
 """
 
 from __future__ import annotations
@@ -62,3 +63,12 @@ def take_queued_downloads(crawler: Crawler) -> list[tuple[Request, Deferred[Any]
         while queue:
             taken.append(queue.popleft())
     return taken
+
+
+def engine_nextcall(crawler: Crawler) -> Any:
+    """The engine's call that makes it ask the scheduler for requests (``None`` without an engine, as for a
+    scheduler driven by hand)."""
+    try:
+        return getattr(getattr(crawler.engine, "_slot", None), "nextcall", None)
+    except RuntimeError:  # no engine
+        return None

@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, cast
 
 from twisted.internet.defer import Deferred
 
+from focused.core.enginestate import engine_nextcall
+
 if TYPE_CHECKING:
     from scrapy.crawler import Crawler
     from twisted.internet.base import DelayedCall
@@ -46,15 +48,6 @@ class Holds:
     def holding(self) -> str | None:
         """The reason requests are held back now (the first of :data:`REASONS` with a hold open), or None."""
         return next((reason for reason, n in self._open.items() if n), None)
-
-
-def engine_nextcall(crawler: Crawler) -> Any:
-    """The engine's call that makes it ask the scheduler for requests (``None`` without an engine, as for a
-    scheduler driven by hand)."""
-    try:
-        return getattr(getattr(crawler.engine, "_slot", None), "nextcall", None)
-    except RuntimeError:  # no engine
-        return None
 
 
 def wake_now(crawler: Crawler) -> None:
