@@ -15,8 +15,9 @@ import pytest
 
 from focused.cli import main
 from focused.crawldb import iter_pages
-from focused.learning.critic.examples import MAX_LEVEL, MIN_LEVEL, THRESHOLD, train_examples_critic
+from focused.learning.critic.examples import train_examples_critic
 from focused.learning.critic.load import load_critic
+from focused.learning.critic.threshold import MAX_LEVEL, MIN_LEVEL, THRESHOLD
 from focused.page.text import html_to_text
 from tests.commands import scrapy_crawl
 from tests.local_server import HTML, LocalServer

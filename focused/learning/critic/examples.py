@@ -36,13 +36,14 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import scipy.sparse as sp
 
 from focused.learning.critic.naive_bayes import Critic
+from focused.learning.critic.threshold import HoldoutReport, cut_at, holdout_report, level_of, percentile_of
 from focused.learning.critic.verdict_head import MAX_WEIGHTS, VerdictHead
 
 __all__ = [
@@ -52,7 +53,6 @@ __all__ = [
     "NB_ALPHA",
     "RECIPE",
     "UNLABELLED_MASS",
-    "HoldoutReport",
     "TopicCritic",
     "strip_template",
     "train_examples_critic",
@@ -72,16 +72,6 @@ RECIPE = "pu-percentile/v6"
 REGULARISATION = 1.0
 #: The positives' total weight against the unlabelled pages' (1: balanced).
 POSITIVE_WEIGHT = 0.5
-#: A critic that accepts fewer held-out examples, or more of the background, gets a warning.
-MIN_ACCEPTED = 0.8
-MAX_BACKGROUND_ACCEPTED = 0.05
-#: Verdicts at or above this are on topic (the crawl's FOCUSED_RELEVANCE_THRESHOLD default).
-THRESHOLD = 0.5
-#: Bounds of the threshold's percentile among the held-out background scores: never below MIN_LEVEL (at most
-#: 1 − MIN_LEVEL of the background accepted) nor above MAX_LEVEL (the background holds pages of the topic too: a
-#: threshold above all of it would reject them).
-MIN_LEVEL = 0.8
-MAX_LEVEL = 0.99
 #: Additive smoothing of the naive Bayes part (the parent and anchor views of links), a third of a taxonomy
 #: critic's: chosen on simulated crawls of three WebKB universities and checked by the bench's crawls of two
 #: (docs/results.md, "Topics from examples").
@@ -93,77 +83,6 @@ NB_ALPHA = 0.03
 #: were hundreds of pages' worth, which outweighed five examples). 0: the views learn from the examples alone.
 #: Chosen on simulated crawls of three WebKB universities (docs/results.md, "Topics from examples").
 UNLABELLED_MASS = 1.0
-
-
-@dataclass(frozen=True)
-class HoldoutReport:
-    """How the positives fare when held out (k-fold cross-validation), and the final model on its own examples."""
-
-    folds: int
-    positives: int
-    background: int
-    #: share of held-out positives, and of held-out background pages, at or above the threshold, each fold's
-    #: threshold chosen without its positives
-    accepted: float
-    background_accepted: float
-    #: ROC AUC of held-out positives against held-out background, and the positives' median rank among them
-    #: (1: above every background page)
-    auc: float
-    median_percentile: float
-    #: the examples the final model judges off topic (it trained on them)
-    own_rejected: int
-    #: the threshold's percentile among the background's scores
-    level: float = MIN_LEVEL
-    #: each held-out positive's percentile among the background
-    held_out: list[float] = field(default_factory=list, repr=False)
-
-    def lines(self) -> list[str]:
-        """The report as the user reads it: two lines, and the warning line when there is one."""
-        out = [
-            f"held out ({self.folds}-fold): {self.accepted:.0%} of {self.positives} positives and "
-            f"{self.background_accepted:.1%} of {self.background} background pages get Pr(topic) >= {THRESHOLD}; "
-            f"ROC AUC {self.auc:.3f}",
-            f"held-out positives rank above {self.median_percentile:.1%} of the background (median); threshold "
-            f"at the background's {100 * self.level:.1f}th percentile; the final model accepts "
-            f"{self.positives - self.own_rejected} of its {self.positives} examples",
-        ]
-        warning = self.warning()
-        return [*out, warning] if warning else out
-
-    def warning(self) -> str | None:
-        """One line when the model would reject its own examples (or held-out ones), else None."""
-        if self.own_rejected:
-            return (
-                f"warning: the critic judges {self.own_rejected} of its own {self.positives} examples off topic: "
-                "add examples, or pass --negative pages and --keyword words"
-            )
-        if self.background_accepted > MAX_BACKGROUND_ACCEPTED:
-            return (
-                f"warning: the critic accepts {self.background_accepted:.0%} of the background to keep "
-                f"{self.accepted:.0%} of held-out examples (ROC AUC {self.auc:.2f}): the examples are hard to tell "
-                "from other pages, or the background holds many of the topic; give more examples, of one topic, "
-                "or --negative pages"
-            )
-        if self.accepted < MIN_ACCEPTED:
-            return (
-                f"warning: only {self.accepted:.0%} of held-out examples are judged on topic: the crawl will miss "
-                "pages like them; add examples (or --keyword words)"
-            )
-        return None
-
-    def to_dict(self) -> dict[str, Any]:
-        """The report for a model file's metadata (plain numbers)."""
-        return {
-            "folds": self.folds,
-            "positives": self.positives,
-            "background": self.background,
-            "accepted": self.accepted,
-            "background_accepted": self.background_accepted,
-            "auc": self.auc,
-            "median_percentile": self.median_percentile,
-            "own_rejected": self.own_rejected,
-            "level": self.level,
-        }
 
 
 @dataclass(frozen=True)
@@ -244,8 +163,8 @@ def train_examples_critic(
     # train on in a crawl, and scores the background it trained on lower than unseen pages like them (on a
     # small background, far lower), so the threshold is a percentile of the held-out background's scores
     held_bg = np.sort(held[is_bg])
-    percentile = _percentile(held_bg, held[:n_pos])
-    level = _level(percentile)
+    percentile = percentile_of(held_bg, held[:n_pos])
+    level = level_of(percentile)
     # the rule judged on pages it did not choose from: each fold's threshold from the other folds' positives,
     # at that level of the other folds' held-out background, applied to the fold's held-out pages
     accepted = np.zeros(n_pos, dtype=bool)
@@ -254,17 +173,17 @@ def train_examples_critic(
     for f in range(k):
         others_bg = np.sort(held[is_bg][bg_fold != f])
         others_pos = held[:n_pos][pos_fold != f]
-        cut_f = _cut(others_bg, others_pos, _level(_percentile(others_bg, others_pos)))
+        cut_f = cut_at(others_bg, others_pos, level_of(percentile_of(others_bg, others_pos)))
         accepted[pos_fold == f] = held[:n_pos][pos_fold == f] >= cut_f
         bg_accepted.append(held[is_bg & (fold_all == f)] >= cut_f)
     background_accepted = float(np.mean(np.concatenate(bg_accepted)))
 
     final = _fit(X, labelled, weights, seed)
     own = final.scores(X[:n_pos])
-    cut = _cut(held_bg, held[:n_pos], level)
+    cut = cut_at(held_bg, held[:n_pos], level)
     topic_first = name < BACKGROUND  # the critic's classes are sorted
     head = _as_head(final, cut, topic_index=0 if topic_first else 1)
-    report = _report(
+    report = holdout_report(
         k, percentile, accepted, background_accepted, level, held[:n_pos], held[is_bg], int(np.sum(own < cut))
     )
     info = {"recipe": RECIPE, "negatives": len(neg), "keywords": list(keywords or ()), **report.to_dict()}
@@ -425,68 +344,3 @@ def _as_head(model: _Model, cut: float, *, topic_index: int) -> VerdictHead:
     coef = sp.csr_matrix(head.coef[order])
     intercept = head.intercept + np.array([cut, -cut])  # row 1 (topic) − cut, row 0 its negation
     return VerdictHead(coef, intercept[order], head.idf, head.idf_unseen, head.alpha, 1.0, topic_index)
-
-
-def _percentile(sorted_scores: np.ndarray, x: np.ndarray) -> np.ndarray:
-    """The share of ``sorted_scores`` below each of ``x`` (ties count half)."""
-    below = np.searchsorted(sorted_scores, x, side="left")
-    ties = np.searchsorted(sorted_scores, x, side="right") - below
-    return (below + ties / 2.0) / max(1, len(sorted_scores))
-
-
-def _level(percentiles: np.ndarray) -> float:
-    """The background percentile of the threshold, from the held-out positives' percentiles.
-
-    Lee and Liu's criterion for positive-unlabelled data (ICML 2003): the threshold that maximises
-    recall² / Pr(accepted), recall measured on held-out positives and Pr(accepted) on the unlabelled
-    background (1 − level), which is proportional to precision × recall without knowing which background
-    pages are on topic. Kept within [``MIN_LEVEL``, ``MAX_LEVEL``]."""
-    if not len(percentiles):
-        return MIN_LEVEL
-    candidates = np.clip(np.unique(percentiles), MIN_LEVEL, MAX_LEVEL)
-    recall = np.array([np.mean(percentiles >= level) for level in candidates])
-    score = recall**2 / np.maximum(1.0 - candidates, 1e-3)
-    return float(candidates[int(np.argmax(score))])
-
-
-def _cut(sorted_bg: np.ndarray, positives: np.ndarray, level: float) -> float:
-    """The threshold: percentile ``level`` of the background's scores ``sorted_bg``, raised to the middle of
-    the gap between the lowest held-out positive above it and the highest background score below that
-    positive. Moving the cut up through that gap loses no held-out positive and accepts fewer background
-    pages, and its middle keeps a margin on both sides: a page with a few of the topic's words, scoring a
-    little above the background, stays off topic when the examples score far above it."""
-    at = float(np.quantile(sorted_bg, level))
-    above = positives[positives >= at]
-    if not len(above):
-        return at
-    lowest = float(above.min())
-    below = sorted_bg[sorted_bg < lowest]
-    if not len(below):
-        return at
-    return max(at, (float(below[-1]) + lowest) / 2.0)
-
-
-def _report(
-    k: int,
-    percentile: np.ndarray,
-    accepted: np.ndarray,
-    background_accepted: float,
-    level: float,
-    pos: np.ndarray,
-    bg: np.ndarray,
-    own_rejected: int,
-) -> HoldoutReport:
-    """The held-out figures: positives' percentiles among the background, the rule's acceptance, and the
-    fold models' ROC AUC of held-out positives (scores ``pos``) against held-out background (``bg``)."""
-    return HoldoutReport(
-        folds=k,
-        positives=len(pos),
-        background=len(bg),
-        accepted=float(np.mean(accepted)),
-        background_accepted=background_accepted,
-        auc=float(_percentile(np.sort(bg), pos).mean()),
-        median_percentile=float(np.median(percentile)),
-        own_rejected=own_rejected,
-        level=level,
-        held_out=[float(x) for x in percentile],
-    )
