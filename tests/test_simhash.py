@@ -16,9 +16,13 @@ from focused.page import words as wordtable
 VOCAB = "alpha beta gamma delta épsilon zeta eta théta iota kappa lambda mu März 1999 x2y3 Monday Oct quark".split()
 
 
-def _text(seed: int, n: int) -> str:
+#: Words enough that a page's bigrams are nearly all distinct (as many hashes as a page can have).
+LARGE_VOCAB = [f"w{a}{b}" for a in "abcdefghijklmnopqrstuvwxyz" for b in "abcdefghijklmnopqrstuvwxyz"]
+
+
+def _text(seed: int, n: int, vocab: list[str] = VOCAB) -> str:
     rng = random.Random(seed)
-    return " ".join(rng.choice(VOCAB) + ("." if rng.random() < 0.1 else "") for _ in range(n))
+    return " ".join(rng.choice(vocab) + ("." if rng.random() < 0.1 else "") for _ in range(n))
 
 
 def _plain_simhash(text: str) -> int | None:
@@ -42,6 +46,13 @@ def _plain_simhash(text: str) -> int | None:
 @pytest.mark.parametrize(("seed", "n"), [(1, 40), (2, 900), (3, 5000), (4, 3), (5, 12)])
 def test_the_fingerprint_is_the_plain_definition(seed: int, n: int) -> None:
     text = _text(seed, n)
+    assert sh.simhash(text) == _plain_simhash(text)
+
+
+@pytest.mark.parametrize("n", [sh.MAX_WORDS - 1, sh.MAX_WORDS, 2 * sh.MAX_WORDS])
+def test_the_fingerprint_of_a_page_of_distinct_bigrams_is_the_plain_definition(n: int) -> None:
+    text = _text(7, n, LARGE_VOCAB)
+    assert len(set(itertools.pairwise(sh.tokenize(text)[: sh.MAX_WORDS]))) > 0.9 * (min(n, sh.MAX_WORDS) - 1)
     assert sh.simhash(text) == _plain_simhash(text)
 
 

@@ -36,12 +36,13 @@ MIN_SHINGLES = 8
 
 
 def _mix64(x: np.ndarray) -> np.ndarray:
-    """SplitMix64's finalizer, elementwise: spreads every input bit over all 64 output bits."""
+    """SplitMix64's finalizer, elementwise: spreads every input bit over all 64 output bits (a new array)."""
     x = x ^ (x >> np.uint64(30))
-    x = x * np.uint64(0xBF58476D1CE4E5B9)
-    x = x ^ (x >> np.uint64(27))
-    x = x * np.uint64(0x94D049BB133111EB)
-    return x ^ (x >> np.uint64(31))
+    x *= np.uint64(0xBF58476D1CE4E5B9)
+    x ^= x >> np.uint64(27)
+    x *= np.uint64(0x94D049BB133111EB)
+    x ^= x >> np.uint64(31)
+    return x
 
 
 def _word_hash(word: str) -> int:
@@ -78,21 +79,26 @@ def _bigram_hashes(word_hashes: np.ndarray) -> np.ndarray:
     return hashes
 
 
-#: Bit ``j`` of each byte value (256, 8), little-endian bit order, for counting the set bits per position.
-_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.int64)
-#: Where byte ``b`` of a hash tallies in one flat count of (byte position, byte value) cells.
-_BYTE_CELLS = np.arange(8, dtype=np.intp) * 256
+#: Bit ``j`` of each byte value (256, 8), little-endian bit order, for counting the set bits per position
+#: (float: the product of counts below 2**53 is exact and runs in BLAS).
+_BYTE_BITS = np.unpackbits(np.arange(256, dtype=np.uint8)[:, None], axis=1, bitorder="little").astype(np.float64)
+#: Where byte ``i`` of a page's byte string of hashes tallies in one flat count of (byte position, byte
+#: value) cells: ``256 * (i % 8)``, for as many hashes as a page has bigrams.
+_BYTE_CELLS = np.tile(np.arange(8, dtype=np.intp) * 256, MAX_WORDS)
 
 
 def _majority_bits(hashes: np.ndarray) -> int:
-    """The 64-bit word whose bit ``i`` is set when more than half of ``hashes`` have bit ``i`` set.
+    """The 64-bit word whose bit ``i`` is set when more than half of ``hashes`` (a page's bigrams: fewer than
+    :data:`MAX_WORDS`) have bit ``i`` set.
 
     Counts byte values per byte position (one ``bincount`` of 8 x 256 cells) and turns them into set-bit
     counts with a (256, 8) table: no (n, 64) bit matrix.
     """
-    by_byte = hashes.astype("<u8", copy=False).view(np.uint8).reshape(-1, 8)
-    cells = np.bincount((by_byte + _BYTE_CELLS).ravel(), minlength=8 * 256).reshape(8, 256)
-    set_bits = (cells @ _BYTE_BITS).ravel()  # [8 * byte + bit]: the little-endian bit position
+    by_byte = hashes.astype("<u8", copy=False).view(np.uint8)
+    cells = by_byte.astype(np.intp)
+    cells += _BYTE_CELLS[: len(cells)]
+    counts = np.bincount(cells, minlength=8 * 256).reshape(8, 256).astype(np.float64)
+    set_bits = (counts @ _BYTE_BITS).ravel()  # [8 * byte + bit]: the little-endian bit position
     return int(np.packbits(2 * set_bits > len(hashes), bitorder="little").view("<u8")[0])
 
 
