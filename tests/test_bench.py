@@ -149,3 +149,39 @@ def test_a_crawl_made_with_another_critic_is_not_reused(tmp_path):
     stats_path(spec).write_text(json.dumps({"finish_reason": "focused_max_pages", "focused/pages": 250}))
     assert reuse_crawl(spec) is None
     assert reuse_crawl(replace(spec, model=tmp_path / "critic-without-x.npz")) is not None
+
+
+def test_a_crawl_asked_for_other_settings_is_not_reused(tmp_path, monkeypatch):
+    """An examples crawl's name is its critic's label, not its strategy: ``--strategies apprentice:fast``
+    must not reuse the ``apprentice`` crawl of the same label (the spec ``run_crawl`` recorded tells)."""
+    import subprocess
+    from dataclasses import replace
+
+    from focused.bench import runner
+    from focused.bench.runner import CrawlSpec, run_crawl, spec_path, stats_path
+    from focused.bench.suite import reuse_crawl
+    from focused.crawldb import CrawlDB
+
+    spec = CrawlSpec(
+        "c", "course", "apprentice", ("http://a.test/",), tmp_path / "m.npz", "http://127.0.0.1:1",
+        tmp_path / "c.sqlite", 250, settings={"FOCUSED_LOG_EVERY": 250},
+    )  # fmt: skip
+
+    def crawled(cmd, **kwargs):  # what the crawl leaves: its database and its stats
+        db = CrawlDB(spec.db)
+        db.set_meta(critic_model=str(spec.model), strategy=spec.strategy)
+        db.close()
+        stats_path(spec).write_text(json.dumps({"finish_reason": "focused_max_pages", "focused/pages": 250}))
+        return subprocess.CompletedProcess(cmd, 0)
+
+    monkeypatch.setattr(runner.subprocess, "run", crawled)
+    run_crawl(spec)
+    assert spec_path(spec).exists()
+    assert reuse_crawl(spec) is not None
+    assert reuse_crawl(replace(spec, proxy="http://127.0.0.1:2")) is not None  # another run's replay port
+    fast = {"FOCUSED_LOG_EVERY": 250, "FOCUSED_APPRENTICE_BATCH": 50, "FOCUSED_APPRENTICE_MIN_INSTANCES": 50}
+    assert reuse_crawl(replace(spec, settings=fast)) is None
+    assert reuse_crawl(replace(spec, seeds=("http://b.test/",))) is None
+    spec_path(spec).unlink()  # a crawl from before the spec was recorded: its strategy still tells
+    assert reuse_crawl(spec) is not None
+    assert reuse_crawl(replace(spec, strategy="baseline")) is None

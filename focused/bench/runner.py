@@ -53,6 +53,26 @@ def stats_path(spec: CrawlSpec) -> Path:
     return spec.db.with_suffix(".stats.json")
 
 
+def spec_path(spec: CrawlSpec) -> Path:
+    """Where :func:`run_crawl` records what the crawl was asked (:func:`spec_record`), for ``--reuse``."""
+    return spec.db.with_suffix(".spec.json")
+
+
+def spec_record(spec: CrawlSpec) -> dict[str, Any]:
+    """What makes two crawls of a bench the same crawl: everything in the spec but its replay proxy's
+    address (a port of the moment) and the database's place (JSON-ready)."""
+    return {
+        "spider": spec.spider,
+        "topic": spec.topic,
+        "strategy": spec.strategy,
+        "seeds": list(spec.seeds),
+        "model": Path(spec.model).name,
+        "max_pages": spec.max_pages,
+        "labels": None if spec.labels is None else Path(spec.labels).name,
+        "settings": {key: str(value) for key, value in sorted(spec.settings.items())},
+    }
+
+
 def scrapy_command(spec: CrawlSpec) -> list[str]:
     cmd = [sys.executable, "-m", "scrapy", "crawl", spec.spider]
     settings: dict[str, object] = {
@@ -84,7 +104,7 @@ def run_crawl(spec: CrawlSpec, *, timeout: float = 900.0, stream: bool = False, 
     ``resume`` (a ``JOBDIR`` crawl going on: it continues its database).
     """
     spec.db.parent.mkdir(parents=True, exist_ok=True)
-    stale = [stats_path(spec)]
+    stale = [stats_path(spec), spec_path(spec)]
     if not resume:
         stale += [spec.db, Path(f"{spec.db}-wal"), Path(f"{spec.db}-shm")]
     for path in stale:
@@ -92,6 +112,7 @@ def run_crawl(spec: CrawlSpec, *, timeout: float = 900.0, stream: bool = False, 
     log = spec.db.with_suffix(".log")
     if resume and log.exists():
         log = log.with_suffix(f".{int(time.time() * 1000)}.log")
+    spec_path(spec).write_text(json.dumps(spec_record(spec), indent=1) + "\n")
     env = dict(os.environ)
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(PROJECT_ROOT), env.get("PYTHONPATH")]))
     env.setdefault("SCRAPY_SETTINGS_MODULE", "focused.settings")

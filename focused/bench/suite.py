@@ -19,7 +19,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from focused.bench.runner import PROJECT_ROOT, CrawlResult, CrawlSpec, run_crawl, stats_path
+from focused.bench.runner import PROJECT_ROOT, CrawlResult, CrawlSpec, run_crawl, spec_path, spec_record, stats_path
 from focused.bench.runs import Run, crawl_figures, failed_run
 from focused.bench.summary import ORACLES, summarize
 from focused.bench.tracks import Case, ExtraJob, Track
@@ -159,10 +159,20 @@ def _spec(
 
 
 def reuse_crawl(spec: CrawlSpec) -> CrawlResult | None:
-    """The result of an earlier identical crawl (same name and output), if it finished with pages."""
+    """The result of an earlier identical crawl (same name and output, and what :func:`run_crawl` recorded
+    it was asked the same: strategy, settings, seeds, critic), if it finished with pages."""
     stats_file = stats_path(spec)
     if not (spec.db.exists() and stats_file.exists()):
         return None
+    recorded = spec_path(spec)
+    if recorded.exists():
+        try:
+            earlier = json.loads(recorded.read_text())
+        except ValueError:
+            earlier = None
+        if earlier != spec_record(spec):  # e.g. an examples crawl of the same label with another strategy
+            logger.info("not reusing %s: it was made with other settings", spec.db.name)
+            return None
     stats = json.loads(stats_file.read_text())
     if stats.get("finish_reason") not in ("finished", "focused_max_pages"):
         return None
@@ -170,9 +180,13 @@ def reuse_crawl(spec: CrawlSpec) -> CrawlResult | None:
         return None
     from focused.crawldb import read_meta
 
-    model = read_meta(spec.db).get("critic_model")
+    meta = read_meta(spec.db)
+    model = meta.get("critic_model")
     if model is not None and Path(model).name != Path(spec.model).name:  # made with another critic
         logger.info("not reusing %s: its critic was %s", spec.db.name, Path(model).name)
+        return None
+    if meta.get("strategy") not in (None, spec.strategy):  # a crawl from before the spec was recorded
+        logger.info("not reusing %s: its strategy was %s", spec.db.name, meta["strategy"])
         return None
     logger.info("reusing %s", spec.db.name)
     return CrawlResult(spec, 0, float(stats.get("elapsed_time_seconds", 0.0)), spec.db.with_suffix(".log"), stats)

@@ -72,7 +72,10 @@ def register(subparsers: argparse._SubParsersAction) -> None:
         help="whether the tracks' critics judge pages with a discriminative verdict head (default: on)",
     )
     parser.add_argument(
-        "--reuse", action="store_true", help="reuse finished crawls of an earlier run in the same --out folder"
+        "--reuse",
+        action="store_true",
+        help="reuse finished crawls of an earlier run in the same --out folder asked the same "
+        "(strategy, settings, seeds, critic)",
     )
     parser.add_argument(
         "--archive",
