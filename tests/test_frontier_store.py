@@ -15,7 +15,7 @@ import pytest
 from focused.frontier.memory import MemoryStore
 from focused.frontier.redis import RedisStore, connect
 from focused.frontier.rescore import RESCORE_CACHE_KIB, run_job
-from focused.frontier.sqlite import SQLiteStore
+from focused.frontier.sqlite import SQLiteStore, check_store
 from focused.frontier.store import Framed, Push, PushResult, StoreError, frame, unframe
 from tests.killed import run_killed
 
@@ -209,7 +209,7 @@ def test_sqlite_store_commits_in_batches(tmp_path):
 
 KILLED_WRITER = """
 import json, os, sys
-from focused.frontier.sqlite import SQLiteStore
+from focused.frontier.sqlite import SQLiteStore, check_store
 from focused.frontier.store import Push
 s = SQLiteStore(sys.argv[1], encode=json.dumps, decode=json.loads, commit_ops=10, commit_seconds=3600)
 for i in range(25):
@@ -244,6 +244,56 @@ def test_a_second_process_cannot_open_the_same_store(tmp_path):
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert proc.returncode != 0 and "in use by another crawl" in proc.stderr
     s.close()
+
+
+#: A store as format version 1 wrote it: the payloads a column of ``urls``, no ``id`` column.
+_V1_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE urls (
+    key TEXT NOT NULL UNIQUE, state INTEGER NOT NULL, priority INTEGER NOT NULL, tie REAL NOT NULL,
+    p_first INTEGER NOT NULL, p_n INTEGER NOT NULL, p_sum INTEGER NOT NULL, p_max INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0, item TEXT, payloads BLOB
+);
+CREATE INDEX urls_waiting ON urls(priority DESC, tie) WHERE state = 0;
+CREATE INDEX urls_in_flight ON urls(state) WHERE state = 1;
+INSERT INTO meta VALUES ('format', '"focused.frontier"'), ('format_version', '1'), ('counter', '4');
+"""
+
+
+def test_a_store_of_format_version_1_is_converted_when_opened(tmp_path):
+    path = tmp_path / "f.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript(_V1_SCHEMA)
+    rows = [  # key, state, priority, tie, payloads (framed)
+        ("a", 0, 5, 0.0, frame([b"a1", b"a2"])),
+        ("b", 2, 9, 1.0, None),  # done: seen, never again
+        ("c", 1, 7, 2.0, frame([b"c1"])),  # in flight when the crawl stopped: waiting again
+        ("d", 0, 1, 3.0, None),  # no payload
+    ]
+    conn.executemany(
+        "INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max, item, payloads) "
+        "VALUES (?, ?, ?, ?, 0, 1, 0, 0, ?, ?)",
+        [(k, st, p, t, None if st == 2 else json.dumps({"url": k}), pl) for k, st, p, t, pl in rows],
+    )
+    conn.commit()
+    conn.close()
+    before = path.read_bytes()
+    check_store(path)  # a check reads only
+    assert path.read_bytes() == before
+    s = make_sqlite(path)
+    assert s.get_meta("format_version") == 2 and (len(s), s.requeued) == (3, 1)
+    assert push(s, "b", 1) is PushResult.SEEN and push(s, "a", 4, payload=b"a3") is PushResult.MERGED
+    seen = []
+
+    def rescorer(payloads):
+        seen.extend(payloads)
+        return [len(p) for p in payloads]
+
+    assert rescore(s, rescorer) == 2  # a: 5 -> 3 payloads, c: 7 -> 1; d has none
+    assert sorted(seen) == [[b"a1", b"a2", b"a3"], [b"c1"]]
+    assert drain(s) == ["a", "c", "d"]  # by priority (3, 1, 1), then tie (c 2.0 before d 3.0)
+    s.close()
+    assert make_sqlite(path).get_meta("format_version") == 2  # converted once, read again as it is
 
 
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "other_sqlite", "future_version"])

@@ -208,7 +208,9 @@ def test_a_background_rescore_counts_damaged_payloads_and_keeps_their_priority(s
     key = s._fingerprint(Request("http://x.test/b")).hex()
     truncated = b"\x09\x00\x00\x00J1"  # a frame that says 9 bytes and holds 2
     if "JOBDIR" in settings:
-        s.store.conn.execute("UPDATE urls SET payloads = ? WHERE key = ?", (truncated, key))
+        s.store.conn.execute(
+            "UPDATE payloads SET data = ? WHERE url = (SELECT id FROM urls WHERE key = ?)", (truncated, key)
+        )
     else:
         s.store.client.hset(s.store.k["payloads"], key, truncated)
     done = s.rescore_background(scorer)

@@ -256,8 +256,9 @@ def test_a_rescore_skips_damaged_payloads_counts_them_and_rescores_the_rest(kind
         truncated = b"\x09\x00\x00\x00J1"  # a frame that says 9 bytes and holds 2
         unknown = frame([b"Xnot a payload kind"])  # a whole frame of a payload nothing wrote
         if kind == "sqlite":
-            store.conn.execute("UPDATE urls SET payloads = ? WHERE key = ?", (truncated, by_i[1]))
-            store.conn.execute("UPDATE urls SET payloads = ? WHERE key = ?", (unknown, by_i[2]))
+            damage = "UPDATE payloads SET data = ? WHERE url = (SELECT id FROM urls WHERE key = ?)"
+            store.conn.execute(damage, (truncated, by_i[1]))
+            store.conn.execute(damage, (unknown, by_i[2]))
         else:
             store.client.hset(store.k["payloads"], mapping={by_i[1]: truncated, by_i[2]: unknown})
         seen = []

@@ -178,9 +178,9 @@ class MemoryRescore:
 
 
 class SQLiteRescore:
-    """The SQLite store's job: the rows waiting at the start (rowid up to ``last``) read on a connection of the job's
+    """The SQLite store's job: the rows waiting at the start (id up to ``last``) read on a connection of the job's
     own, chunk by chunk, their payloads as stored (:class:`~focused.frontier.store.Framed`); new priorities written
-    in the store's open transaction (one ``UPDATE`` by rowid per row, in one ``executemany``, with a page cache of
+    in the store's open transaction (one ``UPDATE`` by id per row, in one ``executemany``, with a page cache of
     :data:`RESCORE_CACHE_KIB` from the first write to the close: the pop-order index's pages are rewritten in random
     order), only to rows still waiting and not merged since. A kill meanwhile loses nothing: the job only reads
     until it applies, and its writes commit with the store's next batch."""
@@ -200,8 +200,8 @@ class SQLiteRescore:
             after = 0
             while True:
                 rows = conn.execute(
-                    "SELECT rowid, priority, payloads FROM urls WHERE rowid > ? AND rowid <= ? AND state = 0 "
-                    "AND payloads IS NOT NULL ORDER BY rowid LIMIT ?",
+                    "SELECT id, priority, data FROM urls JOIN payloads ON url = id WHERE id > ? AND id <= ? "
+                    "AND state = 0 ORDER BY id LIMIT ?",
                     (after, self.last, RESCORE_CHUNK),
                 ).fetchall()
                 if not rows:
@@ -230,7 +230,7 @@ class SQLiteRescore:
         if self._cache_size is None:  # the pop-order index's pages stay in memory while the job writes
             self._cache_size = int(conn.execute("PRAGMA cache_size").fetchone()[0])
             conn.execute(f"PRAGMA cache_size = {-RESCORE_CACHE_KIB}")
-        changed = conn.executemany("UPDATE urls SET priority = ? WHERE rowid = ? AND state = 0", updates).rowcount
+        changed = conn.executemany("UPDATE urls SET priority = ? WHERE id = ? AND state = 0", updates).rowcount
         store._wrote(changed)
         return int(changed)
 

@@ -19,13 +19,21 @@ Schema (``meta`` holds ``format``, ``format_version``, the tie counter and
 whatever the crawl keeps with its frontier)::
 
     meta(key TEXT PRIMARY KEY, value TEXT)                   -- JSON values
-    urls(key TEXT UNIQUE, state INTEGER,                      -- 0 waiting, 1 in flight, 2 done
+    urls(id INTEGER PRIMARY KEY, key TEXT UNIQUE,            -- id: the rowid, kept by a VACUUM
+         state INTEGER,                                       -- 0 waiting, 1 in flight, 2 done
          priority INTEGER, tie REAL,                          -- pop order: priority desc, tie asc
          p_first, p_n, p_sum, p_max INTEGER,                  -- the parents' priorities, for merging
          attempts INTEGER,                                    -- times popped (> 1: re-fetched after a resume)
-         item TEXT, payloads BLOB)                            -- request JSON, framed payloads; NULL once done
+         item TEXT)                                           -- request JSON; NULL once done
+    payloads(url INTEGER PRIMARY KEY, data BLOB)              -- a waiting or in-flight URL's (urls.id)
+                                                              -- framed payloads; deleted when it is done
     quarantine(id INTEGER PRIMARY KEY, key TEXT, reason TEXT,  -- entries that could not be read back, moved
                at REAL, item, payloads BLOB)                  -- here as they were (their urls row is done)
+
+The payloads have a table of their own (format version 2) so that a new priority,
+which a re-score writes to every waiting URL, rewrites a row of ~300 bytes and not
+one that carries its parents' ~1 KB of payloads too. A store of version 1 (the
+payloads a column of ``urls``) is converted when it is opened, in one transaction.
 
 The quarantine table came after format version 1 was frozen: a store written
 before gains it, empty, when it is opened (the same version: an older focused
@@ -66,18 +74,22 @@ from focused.frontier.store import (
 logger = logging.getLogger(__name__)
 
 FORMAT = "focused.frontier"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+#: Versions :func:`_open` converts to :data:`FORMAT_VERSION` (:func:`_migrate`).
+OLD_VERSIONS = (1,)
 WAITING, IN_FLIGHT, DONE = 0, 1, 2
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS urls (
-    key TEXT NOT NULL UNIQUE, state INTEGER NOT NULL, priority INTEGER NOT NULL, tie REAL NOT NULL,
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE,
+    state INTEGER NOT NULL, priority INTEGER NOT NULL, tie REAL NOT NULL,
     p_first INTEGER NOT NULL, p_n INTEGER NOT NULL, p_sum INTEGER NOT NULL, p_max INTEGER NOT NULL,
-    attempts INTEGER NOT NULL DEFAULT 0, item TEXT, payloads BLOB
+    attempts INTEGER NOT NULL DEFAULT 0, item TEXT
 );
 CREATE INDEX IF NOT EXISTS urls_waiting ON urls(priority DESC, tie) WHERE state = 0;
 CREATE INDEX IF NOT EXISTS urls_in_flight ON urls(state) WHERE state = 1;
+CREATE TABLE IF NOT EXISTS payloads (url INTEGER PRIMARY KEY, data BLOB NOT NULL);
 """
 #: Added to format version 1 (created by every open: a store of an older focused gains it).
 _QUARANTINE = """
@@ -184,29 +196,36 @@ class SQLiteStore:
         results = []
         for push in pushes:
             row = conn.execute(
-                "SELECT rowid, state, p_first, p_n, p_sum, p_max, payloads FROM urls WHERE key = ?", (push.key,)
+                "SELECT id, state, p_first, p_n, p_sum, p_max, data FROM urls LEFT JOIN payloads ON url = id "
+                "WHERE key = ?",
+                (push.key,),
             ).fetchone()
             priority = int(push.priority)
             payload = frame([push.payload]) if push.payload is not None else None
             if row is None:
                 tie = tie_value(self.tiebreak, self.seed, self._counter)
                 self._counter += 1
-                conn.execute(
-                    "INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max, item, payloads) "
-                    "VALUES (?, 0, ?, ?, ?, 1, ?, ?, ?, ?)",
-                    (push.key, priority, tie, priority, priority, priority, self.encode(push.item), payload),
-                )
+                rowid = conn.execute(
+                    "INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max, item) "
+                    "VALUES (?, 0, ?, ?, ?, 1, ?, ?, ?)",
+                    (push.key, priority, tie, priority, priority, priority, self.encode(push.item)),
+                ).lastrowid
+                if payload is not None:
+                    conn.execute("INSERT INTO payloads (url, data) VALUES (?, ?)", (rowid, payload))
                 self._waiting += 1
                 results.append(PushResult.NEW)
             elif row[1] == WAITING:
                 rowid, _, first, n, total, best, payloads = row
                 n, total, best = n + 1, total + priority, max(best, priority)
-                if payload is not None:
-                    payloads = (payloads or b"") + payload
                 conn.execute(
-                    "UPDATE urls SET priority = ?, p_n = ?, p_sum = ?, p_max = ?, payloads = ? WHERE rowid = ?",
-                    (combine(self.aggregation, first, n, total, best), n, total, best, payloads, rowid),
+                    "UPDATE urls SET priority = ?, p_n = ?, p_sum = ?, p_max = ? WHERE id = ?",
+                    (combine(self.aggregation, first, n, total, best), n, total, best, rowid),
                 )
+                if payload is not None:  # after the earlier parents' frames (SQL's || would make text of them)
+                    conn.execute(
+                        "INSERT OR REPLACE INTO payloads (url, data) VALUES (?, ?)",
+                        (rowid, payloads + payload if isinstance(payloads, bytes) else payload),
+                    )
                 results.append(PushResult.MERGED)
                 for job in self._jobs:
                     job.touched.add(rowid)
@@ -224,14 +243,14 @@ class SQLiteStore:
         while len(out) < n:
             self._begin()
             rows = self.conn.execute(
-                "SELECT rowid, key, item, priority, attempts FROM urls WHERE state = 0 "
+                "SELECT id, key, item, priority, attempts FROM urls WHERE state = 0 "
                 "ORDER BY priority DESC, tie LIMIT ?",
                 (n - len(out),),
             ).fetchall()
             if not rows:
                 break
             self.conn.executemany(
-                "UPDATE urls SET state = 1, attempts = attempts + 1 WHERE rowid = ?", [(r[0],) for r in rows]
+                "UPDATE urls SET state = 1, attempts = attempts + 1 WHERE id = ?", [(r[0],) for r in rows]
             )
             self._waiting -= len(rows)
             self._in_flight += len(rows)
@@ -252,13 +271,11 @@ class SQLiteStore:
         """Move in-flight entries ``(rowid, key, reason)`` to the quarantine table; their rows become done."""
         now = time.time()
         self.conn.executemany(
-            "INSERT INTO quarantine (key, reason, at, item, payloads) SELECT key, ?, ?, item, payloads FROM urls "
-            "WHERE rowid = ?",
+            "INSERT INTO quarantine (key, reason, at, item, payloads) SELECT key, ?, ?, item, "
+            "(SELECT data FROM payloads WHERE url = urls.id) FROM urls WHERE id = ?",
             [(reason, now, rowid) for rowid, _, reason in bad],
         )
-        self.conn.executemany(
-            "UPDATE urls SET state = 2, item = NULL, payloads = NULL WHERE rowid = ?", [(r[0],) for r in bad]
-        )
+        self._done([r[0] for r in bad])
         self._in_flight -= len(bad)
         self.quarantined += len(bad)
         for _, key, reason in bad:
@@ -269,35 +286,47 @@ class SQLiteStore:
         if n <= 0:
             return 0
         self._begin()
-        dropped = self.conn.execute(
-            "UPDATE urls SET state = 2, item = NULL, payloads = NULL WHERE rowid IN "
-            "(SELECT rowid FROM urls WHERE state = 0 ORDER BY priority ASC, tie DESC LIMIT ?)",
-            (n,),
-        ).rowcount
-        self._waiting -= dropped
-        self._wrote(dropped)
-        return dropped
+        rowids = [
+            r[0]
+            for r in self.conn.execute(
+                "SELECT id FROM urls WHERE state = 0 ORDER BY priority ASC, tie DESC LIMIT ?", (n,)
+            )
+        ]
+        self._done(rowids)
+        self._waiting -= len(rowids)
+        self._wrote(len(rowids))
+        return len(rowids)
+
+    def _done(self, rowids: Sequence[int]) -> None:
+        """Mark the rows done: their request and payloads are no longer kept (the key stays, as seen)."""
+        self.conn.executemany("DELETE FROM payloads WHERE url = ?", [(r,) for r in rowids])
+        self.conn.executemany("UPDATE urls SET state = 2, item = NULL WHERE id = ?", [(r,) for r in rowids])
 
     def ack_many(self, keys: Iterable[str]) -> None:
-        self._settle(keys, "UPDATE urls SET state = 2, item = NULL, payloads = NULL WHERE key = ? AND state = 1")
-
-    def give_back_many(self, keys: Iterable[str]) -> None:
-        n = self._settle(keys, "UPDATE urls SET state = 0 WHERE key = ? AND state = 1")
-        self._waiting += n
-
-    def _settle(self, keys: Iterable[str], sql: str) -> int:
         self._begin()
-        n = self.conn.executemany(sql, [(k,) for k in keys]).rowcount
+        rows = [(k,) for k in keys]
+        self.conn.executemany(
+            "DELETE FROM payloads WHERE url = (SELECT id FROM urls WHERE key = ? AND state = 1)", rows
+        )
+        n = self.conn.executemany("UPDATE urls SET state = 2, item = NULL WHERE key = ? AND state = 1", rows).rowcount
         self._in_flight -= n
         self._wrote(n)
-        return n
+
+    def give_back_many(self, keys: Iterable[str]) -> None:
+        self._begin()
+        n = self.conn.executemany(
+            "UPDATE urls SET state = 0 WHERE key = ? AND state = 1", [(k,) for k in keys]
+        ).rowcount
+        self._in_flight -= n
+        self._waiting += n
+        self._wrote(n)
 
     def rescore_start(self) -> SQLiteRescore:
         """A re-score of the entries waiting now: committed first, so that the job's own connection
         (:meth:`~focused.frontier.rescore.SQLiteRescore.read`, maybe in a thread) sees them; rows added later
         are not its."""
         self.commit()
-        last = self.conn.execute("SELECT MAX(rowid) FROM urls").fetchone()[0] or 0
+        last = self.conn.execute("SELECT MAX(id) FROM urls").fetchone()[0] or 0
         job = SQLiteRescore(self, last)
         self._jobs.append(job)
         return job
@@ -380,11 +409,12 @@ def _open(path: Path) -> sqlite3.Connection:
     except sqlite3.Error as exc:
         raise StoreError(f"{path}: cannot open the frontier store ({exc})") from exc
     try:
-        if existed:  # validate before anything writes to the file
-            _validate(conn, path)
+        version = _validate(conn, path) if existed else None  # before anything writes to the file
         conn.execute("PRAGMA journal_mode=WAL").fetchone()
         conn.execute("PRAGMA synchronous=NORMAL")
         conn.execute("PRAGMA wal_autocheckpoint=0")  # checkpoints run in SQLiteStore's thread
+        if version in OLD_VERSIONS:
+            _migrate(conn, path)
         if not existed:
             conn.executescript(_SCHEMA)
             conn.executemany(
@@ -405,8 +435,35 @@ def _hint(path: Path) -> str:
     return f"move {path} away to start this crawl afresh"
 
 
-def _validate(conn: sqlite3.Connection, path: Path) -> None:
-    """:class:`StoreError` unless ``conn`` is a healthy store of this format; reads only."""
+def _migrate(conn: sqlite3.Connection, path: Path) -> None:
+    """Convert a store of format version 1 to :data:`FORMAT_VERSION`, in one transaction (a kill leaves it
+    as it was): ``urls`` rebuilt with an ``id`` column and without its ``payloads``, which move to their table."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("ALTER TABLE urls RENAME TO urls_v1")
+        conn.execute("DROP INDEX IF EXISTS urls_waiting")
+        conn.execute("DROP INDEX IF EXISTS urls_in_flight")
+        for statement in _SCHEMA.split(";"):
+            if statement.strip():
+                conn.execute(statement)
+        columns = "key, state, priority, tie, p_first, p_n, p_sum, p_max, attempts, item"
+        conn.execute(f"INSERT INTO urls (id, {columns}) SELECT rowid, {columns} FROM urls_v1")
+        conn.execute(
+            "INSERT INTO payloads (url, data) SELECT rowid, payloads FROM urls_v1 "
+            "WHERE payloads IS NOT NULL AND state < 2"
+        )
+        conn.execute("DROP TABLE urls_v1")
+        conn.execute("UPDATE meta SET value = ? WHERE key = 'format_version'", (json.dumps(FORMAT_VERSION),))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    logger.info("Frontier store %s converted to format version %d", path, FORMAT_VERSION)
+
+
+def _validate(conn: sqlite3.Connection, path: Path) -> int:
+    """The format version of ``conn``'s store (:data:`FORMAT_VERSION`, or one of :data:`OLD_VERSIONS`, which
+    opening the store converts); :class:`StoreError` unless it is a healthy store of these. Reads only."""
     hint = _hint(path)
     check = conn.execute("PRAGMA quick_check").fetchone()[0]
     if check != "ok":
@@ -417,11 +474,14 @@ def _validate(conn: sqlite3.Connection, path: Path) -> None:
     meta = dict(conn.execute("SELECT key, value FROM meta WHERE key IN ('format', 'format_version')"))
     if meta.get("format") != json.dumps(FORMAT):
         raise StoreError(f"{path} is not a frontier store; {hint}")
-    if meta.get("format_version") != json.dumps(FORMAT_VERSION):
+    readable = {json.dumps(v): v for v in (*OLD_VERSIONS, FORMAT_VERSION)}
+    if meta.get("format_version") not in readable:
         raise StoreError(
             f"{path} is a frontier store of format version {meta.get('format_version')}, this focused "
-            f"reads version {FORMAT_VERSION}; resume it with the focused that wrote it, or {hint}"
+            f"reads versions {', '.join(map(str, readable.values()))}; resume it with the focused that wrote it, "
+            f"or {hint}"
         )
+    return readable[meta["format_version"]]
 
 
 def check_store(path: str | Path) -> None:
