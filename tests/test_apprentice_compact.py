@@ -71,6 +71,8 @@ def test_compact_statistics_predict_what_dense_ones_did() -> None:
             test_side,
         )
         assert np.array_equal(model.predict(test, test_side), want)  # to the last bit
+        # a page's few links: their known features counted without a vector over every slot, the same sums
+        assert np.array_equal(model.predict(test[:3], test_side[:3]), want[:3])
         assert np.array_equal(model.log_ratio, log_ratio)
         assert model.n_known == np.unique(np.concatenate(seen)).size
     # an earlier model shares the learner's map of features, which grew since: it still predicts as it did
