@@ -296,6 +296,31 @@ def test_a_store_of_format_version_1_is_converted_when_opened(tmp_path):
     assert make_sqlite(path).get_meta("format_version") == 2  # converted once, read again as it is
 
 
+def test_a_conversion_that_fails_leaves_the_version_1_store_as_it_was(tmp_path):
+    path = tmp_path / "f.sqlite"
+    conn = sqlite3.connect(path)
+    conn.executescript(_V1_SCHEMA + "CREATE TABLE payloads (x);")  # something else's table of that name
+    conn.execute(
+        "INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max, item, payloads) "
+        "VALUES ('a', 0, 1, 0.0, 1, 1, 1, 1, '{}', ?)",
+        (frame([b"a1"]),),
+    )
+    conn.commit()
+    conn.close()
+    with pytest.raises(StoreError) as info:
+        make_sqlite(path)
+    assert str(path) in str(info.value) and "\n" not in str(info.value)
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT value FROM meta WHERE key = 'format_version'").fetchone() == ("1",)
+    assert conn.execute("SELECT key, payloads FROM urls").fetchall() == [("a", frame([b"a1"]))]
+    assert {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")} == {
+        "meta",
+        "urls",
+        "payloads",
+    }
+    conn.close()
+
+
 @pytest.mark.parametrize("damage", ["garbage", "truncated", "other_sqlite", "future_version"])
 def test_a_bad_store_file_is_refused_with_one_clear_message(tmp_path, damage):
     path = tmp_path / "f.sqlite"
