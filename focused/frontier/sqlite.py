@@ -31,7 +31,7 @@ whatever the crawl keeps with its frontier)::
                at REAL, item, payloads BLOB)                  -- here as they were (their urls row is done)
 
 The payloads have a table of their own (format version 2) so that a new priority,
-which a re-score writes to every waiting URL, rewrites a row of ~300 bytes and not
+which a re-score writes to every waiting URL, rewrites a row of ~400 bytes and not
 one that carries its parents' ~1 KB of payloads too. A store of version 1 (the
 payloads a column of ``urls``) is converted when it is opened, in one transaction.
 
