@@ -75,6 +75,13 @@ def test_apprentice_learns_the_good_region_and_the_baseline_does_not(site):
     assert "switched in after" in result.log.read_text()
 
 
+def test_a_crawl_keeps_its_links_waiting_for_their_targets_within_the_bound(site):
+    result, order = crawl(site, "apprentice", "bounded", FOCUSED_APPRENTICE_MAX_PENDING=5)
+    assert len(order) == PAGES  # the crawl goes on: only training instances are lost
+    assert result.stats["focused/apprentice/pending_dropped"] > 0
+    assert "FOCUSED_APPRENTICE_MAX_PENDING" in result.log.read_text()
+
+
 def test_pause_and_resume_keeps_the_frontier_and_the_model(site):
     jobdir = site["tmp"] / "job"
     first, order1 = crawl(site, "apprentice", "job", max_pages=70, JOBDIR=str(jobdir))

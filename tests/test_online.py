@@ -57,6 +57,25 @@ def test_links_become_instances_when_their_targets_are_judged():
     assert app.take_batch()[0] == []
 
 
+def test_links_waiting_for_their_targets_are_bounded_and_the_oldest_targets_go_first():
+    app = online(batch_size=100, max_pending=10)
+    for i in range(8):  # 8 pages of 2 links to targets never judged: 16 links, over the bound of 10
+        links = [f"http://x.test/t{i}a", f"http://x.test/t{i}b"]
+        app.observe_links(links, app.link_features(f"http://x.test/p{i}", html(*links), 0.5, [], links))
+        assert app.pending_links <= 10
+    # at 12 links (page 6) the three oldest went (t0a, t0b, t1a: down to 9), at 11 (pages 7 and 8) two each
+    assert (app.pending_links, app.pending_dropped) == (9, 7)
+    app.observe_page(["http://x.test/t0a"], 0.9)  # dropped: its link is no instance
+    app.observe_page(["http://x.test/t7b"], 0.9)  # kept: an instance
+    feats, rels = app.take_batch()
+    assert len(feats) == 1 and rels.tolist() == [0.9]
+    unbounded = online(batch_size=100)
+    for i in range(8):
+        links = [f"http://x.test/t{i}a", f"http://x.test/t{i}b"]
+        unbounded.observe_links(links, unbounded.link_features(f"http://x.test/p{i}", html(*links), 0.5, [], links))
+    assert (unbounded.pending_links, unbounded.pending_dropped) == (16, 0)
+
+
 def test_trains_scores_and_rescores_with_parent_aggregation():
     app = online(batch_size=1, aggregation="max")
     assert app.score([LinkPayload(np.array([1, 2], dtype=np.int32))]) is None  # no model yet: callers use Pr(c*|u)

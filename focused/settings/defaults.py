@@ -105,6 +105,11 @@ FOCUSED_APPRENTICE_BATCH = 200
 FOCUSED_APPRENTICE_MIN_INSTANCES = 200
 #: Largest DOM offset |d| of the <t,d> link features.
 FOCUSED_APPRENTICE_DMAX = 5
+#: Links of fetched pages whose targets are not judged yet that the apprentice keeps (each becomes a training
+#: instance when its target is judged; ~0.6 KB a link). Past it, the links to the targets met longest ago are
+#: dropped, down to nine tenths of it (focused/apprentice/pending_dropped). 0: no limit. An apprentice shared
+#: in Redis keeps these links in Redis, without this bound.
+FOCUSED_APPRENTICE_MAX_PENDING = 1_000_000
 #: Start no download while the apprentice trains a batch. With FOCUSED_MAX_UNSCORED_PAGES = 0 the fetch
 #: order is then the same on every run, whatever the training thread's speed (reproducible crawls and
 #: tests); the crawl waits for each retrain. False: the crawl goes on with the frozen model meanwhile.

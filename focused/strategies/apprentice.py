@@ -98,6 +98,7 @@ def online_apprentice(ctx: BuildContext, *, offline: bool) -> OnlineApprentice:
             anchor_weight=setting(settings, "FOCUSED_APPRENTICE_ANCHOR_WEIGHT"),
             explore=None if offline else _exploration(settings, learner.n_features),
             siblings=None if offline else _siblings(settings),
+            max_pending=setting(settings, "FOCUSED_APPRENTICE_MAX_PENDING"),
         )
     except ValueError as exc:  # e.g. FOCUSED_APPRENTICE_ANCHOR_WEIGHT outside [0, 1]
         raise ConfigError(str(exc)) from exc

@@ -92,6 +92,15 @@ class RelevanceFeedback:
     def page_labelled(self, page: LabelledPage) -> None:
         self._pages = page.fetch_order
         batch_done = self.online.observe_page((page.url, *page.aliases), page.relevance)
+        dropped = self.online.pending_dropped
+        if dropped:
+            if not self.stats.get_value("focused/apprentice/pending_dropped"):
+                logger.info(
+                    "The apprentice keeps %d links waiting for their targets at most (FOCUSED_APPRENTICE_MAX_PENDING): "
+                    "those to the targets met longest ago are dropped",
+                    self.online.max_pending,
+                )
+            self.stats.set_value("focused/apprentice/pending_dropped", dropped)
         if batch_done and not self.training and (self.checkpoints is not None or not self._engine_closing()):
             self._in_flight = self._train_batch()
         elif self._refresh_due() and self._moving_terms():

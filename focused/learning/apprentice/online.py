@@ -40,7 +40,7 @@ from focused.learning.apprentice.linkbatch import LinkBatch
 from focused.learning.apprentice.linkids import parse_for_links
 from focused.learning.apprentice.model import ApprenticeModel
 from focused.learning.apprentice.pagelinks import page_payloads
-from focused.learning.apprentice.payload import LinkPayload, page_key, split_payloads
+from focused.learning.apprentice.payload import LinkPayload, page_key, payload_lengths, split_payloads
 from focused.learning.apprentice.payload import unpack as _unpack
 from focused.learning.apprentice.siblings import SiblingFeedback, payload_tags
 from focused.learning.apprentice.state import OnlineState
@@ -98,6 +98,7 @@ class OnlineApprentice(OnlineState):
         anchor_weight: float = 0.7,
         explore: NoveltyBonus | None = None,
         siblings: SiblingFeedback | None = None,
+        max_pending: int = 0,
     ) -> None:
         if learner.n_side not in (0, 2):
             raise ValueError(f"the apprentice has {learner.n_side} side features; the crawler computes 0 or 2")
@@ -119,6 +120,9 @@ class OnlineApprentice(OnlineState):
         #: joined (:meth:`LinkPayload.to_bytes`; no object per link for the garbage collector to walk)
         self._pending: dict[str, bytearray] = {}
         self._n_pending = 0
+        #: links kept in ``_pending`` at most (0: no limit), and the links dropped to keep to it
+        self.max_pending = max(0, int(max_pending))
+        self.pending_dropped = 0
         self._fetched: dict[str, float] = {}
         self._buffer: list[tuple[LinkPayload, float]] = []  # payload, target's relevance
         self._pages_in_batch = 0
@@ -175,8 +179,25 @@ class OnlineApprentice(OnlineState):
                 else:
                     self._pending.setdefault(key, bytearray()).extend(payload.to_bytes())
                     self._n_pending += 1
+            if self.max_pending and self._n_pending > self.max_pending:
+                self._drop_pending()
             if self.siblings is not None and to_judged:
                 self.siblings.observe_links_to_judged(to_judged, judged, self.prior)
+
+    def _drop_pending(self) -> None:
+        """Forget the links to the targets met longest ago (the dict's order), down to nine tenths of
+        ``max_pending``: one pass over them, so a crawl at its bound pays for it once in a while."""
+        goal, n = self.max_pending * 9 // 10, self._n_pending
+        doomed = []
+        for key, joined in self._pending.items():
+            if n <= goal:
+                break
+            n -= len(payload_lengths(joined))
+            doomed.append(key)
+        for key in doomed:
+            del self._pending[key]
+        self.pending_dropped += self._n_pending - n
+        self._n_pending = n
 
     def observe_page(self, urls: Sequence[str], relevance: float) -> bool:
         """A page (and the URLs it was requested under) was judged by the critic.
