@@ -15,7 +15,8 @@ import pytest
 from focused.frontier.memory import MemoryStore
 from focused.frontier.redis import RedisStore, connect
 from focused.frontier.rescore import RESCORE_CACHE_KIB, run_job
-from focused.frontier.sqlite import SQLiteStore, check_store
+from focused.frontier.sqlite import SQLiteStore
+from focused.frontier.sqlitefile import check_store
 from focused.frontier.store import Framed, Push, PushResult, StoreError, frame, unframe
 from tests.killed import run_killed
 
@@ -209,7 +210,7 @@ def test_sqlite_store_commits_in_batches(tmp_path):
 
 KILLED_WRITER = """
 import json, os, sys
-from focused.frontier.sqlite import SQLiteStore, check_store
+from focused.frontier.sqlite import SQLiteStore
 from focused.frontier.store import Push
 s = SQLiteStore(sys.argv[1], encode=json.dumps, decode=json.loads, commit_ops=10, commit_seconds=3600)
 for i in range(25):

@@ -26,7 +26,7 @@ from focused.cli import main as focused_main
 from focused.frontier.redis import RedisStore, connect, read_quarantine
 from focused.frontier.requests import BadStoredRequest, decode_request, encode_request
 from focused.frontier.sqlite import SQLiteStore
-from focused.frontier.sqlite import read_quarantine as read_sqlite_quarantine
+from focused.frontier.sqlitefile import read_quarantine as read_sqlite_quarantine
 from focused.frontier.store import Push, frame
 from focused.settings import defaults
 from tests.killed import run_killed

@@ -63,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _sqlite(path: Path, purge: bool) -> tuple[list[dict[str, Any]], int]:
-    from focused.frontier.sqlite import purge_quarantine, read_quarantine
+    from focused.frontier.sqlitefile import purge_quarantine, read_quarantine
     from focused.frontier.store import StoreError
 
     try:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from scrapy.utils.job import job_dir
 
 from focused.errors import ConfigError
-from focused.frontier.sqlite import check_store
+from focused.frontier.sqlitefile import check_store
 from focused.frontier.store import FrontierStore, StoreError
 from focused.settings.access import setting
 
