@@ -164,6 +164,14 @@ def _validate(conn: sqlite3.Connection, path: Path) -> int:
     return readable[meta["format_version"]]
 
 
+def _read_only(path: Path) -> sqlite3.Connection:
+    """``path`` opened read only; :class:`StoreError` if SQLite cannot open it."""
+    try:
+        return sqlite3.connect(f"file:{path}?mode=ro", uri=True)
+    except sqlite3.Error as exc:
+        raise StoreError(f"{path}: cannot open the frontier store ({exc})") from exc
+
+
 def check_store(path: str | Path) -> None:
     """Raise :class:`StoreError` if ``path`` is in use by another crawl or not a healthy store; changes nothing.
 
@@ -173,10 +181,7 @@ def check_store(path: str | Path) -> None:
     lock_store_file(path).close()
     if not (path.exists() and path.stat().st_size > 0):
         return
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot open the frontier store ({exc})") from exc
+    conn = _read_only(path)
     try:
         _validate(conn, path)
     except sqlite3.DatabaseError as exc:
@@ -192,10 +197,7 @@ def read_quarantine(path: str | Path) -> list[dict[str, Any]]:
     path = Path(path)
     if not path.is_file():
         raise StoreError(f"{path}: no such frontier store (a job directory holds it as {path.name})")
-    try:
-        conn = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
-    except sqlite3.Error as exc:
-        raise StoreError(f"{path}: cannot open the frontier store ({exc})") from exc
+    conn = _read_only(path)
     try:
         _validate(conn, path)
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'quarantine'").fetchone():
