@@ -258,13 +258,11 @@ class SQLiteStore:
 
     def ack_many(self, keys: Iterable[str]) -> None:
         self._begin()
-        rows = [(k,) for k in keys]
-        self.conn.executemany(
-            "DELETE FROM payloads WHERE url = (SELECT id FROM urls WHERE key = ? AND state = 1)", rows
-        )
-        n = self.conn.executemany("UPDATE urls SET state = 2, item = NULL WHERE key = ? AND state = 1", rows).rowcount
-        self._in_flight -= n
-        self._wrote(n)
+        find = "SELECT id FROM urls WHERE key = ? AND state = 1"
+        rowids = list(dict.fromkeys(row[0] for key in keys for row in self.conn.execute(find, (key,))))  # once each
+        self._done(rowids)
+        self._in_flight -= len(rowids)
+        self._wrote(len(rowids))
 
     def give_back_many(self, keys: Iterable[str]) -> None:
         self._begin()
