@@ -82,6 +82,14 @@ def test_a_crawl_keeps_its_links_waiting_for_their_targets_within_the_bound(site
     assert "FOCUSED_APPRENTICE_MAX_PENDING" in result.log.read_text()
 
 
+def test_a_crawl_keeps_its_training_instances_within_the_bound(site):
+    result, order = crawl(site, "apprentice", "few-instances", FOCUSED_APPRENTICE_MAX_INSTANCES=40)
+    assert len(order) == PAGES
+    assert result.stats["focused/apprentice/instances_dropped"] > 0
+    assert result.stats["focused/apprentice/version"] >= 2  # it goes on learning from the latest instances
+    assert "FOCUSED_APPRENTICE_MAX_INSTANCES" in result.log.read_text()
+
+
 def test_pause_and_resume_keeps_the_frontier_and_the_model(site):
     jobdir = site["tmp"] / "job"
     first, order1 = crawl(site, "apprentice", "job", max_pages=70, JOBDIR=str(jobdir))

@@ -81,3 +81,36 @@ def test_the_learner_stores_three_bytes_an_occurrence_and_saves_int32_ids(tmp_pa
     back = Apprentice.load(tmp_path / "learner.npz")
     assert np.array_equal(back.to_bundle()["stats"]["ids"], np.concatenate(arrays))
     assert back.fit().predict(arrays[:50]).tolist() == app.fit().predict(arrays[:50]).tolist()
+
+
+@pytest.mark.parametrize("binning", ["fixed", "equal-prob"])
+def test_a_bounded_learner_is_the_learner_of_the_instances_it_kept(binning: str) -> None:
+    rng = np.random.default_rng(3)
+    arrays = [rng.integers(0, 2**16, int(k)).astype(np.int32) for k in rng.integers(1, 40, 700)]
+    rel = rng.random(700)
+    app = Apprentice(n_features=2**16, binning=binning, min_instances=10, max_instances=200)
+    for start in range(0, 700, 50):  # fits between the adds move the equal-prob threshold, as in a crawl
+        app.add(arrays[start : start + 50], rel[start : start + 50])
+        assert app.n_instances <= 200
+        app.fit()
+    kept = app.n_instances
+    assert app.dropped == 700 - kept and kept >= 180
+    fresh = Apprentice(n_features=2**16, binning=binning, min_instances=10)
+    fresh.add(arrays[-kept:], rel[-kept:])
+    a, b = app.fit(), fresh.fit()
+    assert a.threshold == b.threshold and a.n_instances == b.n_instances
+    # the same counts per feature, and only the kept instances' features have a slot (the slots' order may
+    # differ: the bounded learner saw the dropped instances' features first)
+    seen = {int(f): tuple(app._counts[:, s]) for s, f in enumerate(app._slot_ids[: app._n_slots])}
+    fresh_seen = {int(f): tuple(fresh._counts[:, s]) for s, f in enumerate(fresh._slot_ids[: fresh._n_slots])}
+    assert seen == fresh_seen
+    assert np.array_equal(app.to_bundle()["stats"]["ids"], np.concatenate(arrays[-kept:]))
+    assert np.allclose(a.predict(arrays), b.predict(arrays), rtol=0, atol=1e-12)
+
+
+def test_the_bound_is_zero_or_at_least_the_minimum_of_instances() -> None:
+    with pytest.raises(ValueError, match="at least 10"):
+        Apprentice(min_instances=10, max_instances=9)
+    with pytest.raises(ValueError, match="at least 1"):
+        Apprentice(min_instances=0, max_instances=-1)
+    assert Apprentice(min_instances=10, max_instances=0).max_instances == 0

@@ -252,3 +252,17 @@ def test_payloads_decoded_in_one_batch_equal_those_decoded_one_by_one():
     assert decode_payloads([]) == []
     with pytest.raises(ValueError):
         decode_payloads([blobs[1], blobs[2][:-1]])
+
+
+def test_a_resumed_apprentice_keeps_the_crawls_bound_on_its_instances(tmp_path):
+    from focused.learning.apprentice.checkpoint import load_checkpoint, save_checkpoint
+
+    app = online(batch_size=100)
+    app.learner.add([np.array([1, 2, 3], dtype=np.int32)] * 6, [0.1, 0.9, 0.1, 0.9, 0.1, 0.9])
+    save_checkpoint(tmp_path, app, None)  # written by a crawl without a bound
+    resumed = online(batch_size=100)
+    resumed.learner.limit(5)
+    load_checkpoint(tmp_path, resumed)
+    assert resumed.learner.n_instances == 6 and resumed.learner.max_instances == 5
+    resumed.learner.add([np.array([4], dtype=np.int32)], [0.9])  # the next add applies it
+    assert resumed.learner.n_instances == 4 and resumed.learner.dropped == 3

@@ -56,6 +56,11 @@ CASES = [
     ("threshold-range", ["-s", "FOCUSED_RELEVANCE_THRESHOLD=1.5"], ["=1.5", "<= 1"]),
     ("threshold-text", ["-s", "FOCUSED_RELEVANCE_THRESHOLD=high"], ["=high", "a number"]),
     ("anchor-weight", ["-s", "FOCUSED_APPRENTICE_ANCHOR_WEIGHT=2"], ["ANCHOR_WEIGHT=2", "<= 1"]),
+    (
+        "max-instances",
+        ["-s", "FOCUSED_APPRENTICE_MAX_INSTANCES=-1"],
+        ["FOCUSED_APPRENTICE_MAX_INSTANCES=-1", ">= 0"],
+    ),
     ("alpha-zero", ["-s", "FOCUSED_APPRENTICE_ALPHA=0"], ["FOCUSED_APPRENTICE_ALPHA=0", "> 0"]),
     ("bool", ["-s", "FOCUSED_DB_STORE_HTML=maybe"], ["FOCUSED_DB_STORE_HTML=maybe", "True or False"]),
     ("log-every", ["-s", "FOCUSED_LOG_EVERY=-1"], ["FOCUSED_LOG_EVERY=-1", ">= 0"]),

@@ -335,6 +335,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_STATS_FILE": writable("file"),
     "FOCUSED_APPRENTICE_BATCH": whole(1),
     "FOCUSED_APPRENTICE_MAX_PENDING": whole(0, note="0: no limit"),
+    "FOCUSED_APPRENTICE_MAX_INSTANCES": whole(0, note="0: no limit"),
     "FOCUSED_APPRENTICE_MIN_INSTANCES": whole(1),
     "FOCUSED_APPRENTICE_DMAX": whole(0),
     "FOCUSED_APPRENTICE_WAIT": boolean(),

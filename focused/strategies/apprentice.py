@@ -8,6 +8,7 @@ Scrapy-free: the settings are any object with Scrapy's typed getters.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -50,6 +51,9 @@ class ApprenticeStrategy:
         return Scored(scores, payloads)
 
 
+logger = logging.getLogger(__name__)
+
+
 def build_apprentice(name: str, ctx: BuildContext) -> ApprenticeStrategy:
     """``apprentice`` (online) or ``apprentice-offline`` (a pre-trained model that does not learn)."""
     return ApprenticeStrategy(online_apprentice(ctx, offline=name == "apprentice-offline"), name)
@@ -86,6 +90,15 @@ def online_apprentice(ctx: BuildContext, *, offline: bool) -> OnlineApprentice:
             },
             n_side=2 if anchor_critic else 0,
         )
+    max_instances = setting(settings, "FOCUSED_APPRENTICE_MAX_INSTANCES")
+    if 0 < max_instances < learner.min_instances:  # a learner kept below its minimum could never fit
+        logger.info(
+            "FOCUSED_APPRENTICE_MAX_INSTANCES=%d is below the apprentice's minimum of instances: it keeps %d",
+            max_instances,
+            learner.min_instances,
+        )
+        max_instances = learner.min_instances
+    learner.limit(max_instances)
     try:
         online = OnlineApprentice(
             learner,

@@ -101,6 +101,15 @@ class RelevanceFeedback:
                     self.online.max_pending,
                 )
             self.stats.set_value("focused/apprentice/pending_dropped", dropped)
+        forgotten = self.online.learner.dropped
+        if forgotten:
+            if not self.stats.get_value("focused/apprentice/instances_dropped"):
+                logger.info(
+                    "The apprentice keeps %d training instances at most (FOCUSED_APPRENTICE_MAX_INSTANCES): "
+                    "the oldest are dropped",
+                    self.online.learner.max_instances,
+                )
+            self.stats.set_value("focused/apprentice/instances_dropped", forgotten)
         if batch_done and not self.training and (self.checkpoints is not None or not self._engine_closing()):
             self._in_flight = self._train_batch()
         elif self._refresh_due() and self._moving_terms():

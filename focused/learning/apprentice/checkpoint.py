@@ -83,6 +83,7 @@ def load_checkpoint(folder: str | Path, online: OnlineApprentice) -> ApprenticeM
         learner = Apprentice.load(target / LEARNER)
         model = ApprenticeModel.load(target / MODEL) if (target / MODEL).exists() else None
         arrays: dict[str, Any] = read_npz(target / STATE)  # within FOCUSED_MODEL_MAX_BYTES, no pickle
+        learner.limit(online.learner.max_instances)  # the crawl's bound, not the file's
         online.learner = learner
         online.restore_arrays(arrays)
     except CheckpointError:

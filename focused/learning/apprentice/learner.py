@@ -96,6 +96,11 @@ class Apprentice:
     n_side
         Dense side features per instance (0: none; 2 for :func:`critic_views`),
         fitted with the calibration, not by naive Bayes.
+    max_instances
+        The most instances kept (0: no bound; else at least ``min_instances``): past it the oldest are
+        dropped, their counts taken back, down to nine tenths of it (:attr:`dropped` counts them), so a long
+        crawl's learner stops growing; the equal-prob threshold is then the median of the instances kept.
+        A bound on this process's memory, not a parameter of the model: files do not store it.
 
     Memory: the per-bucket counts are kept for the features seen only (a *slot* each, in the order
     they were first seen: 2 float64 and an int32 id a slot, plus one int32 map of the hashed feature
@@ -119,6 +124,7 @@ class Apprentice:
         calibration_max: int = 20_000,
         feature_params: Mapping[str, Any] | None = None,
         n_side: int = 0,
+        max_instances: int = 0,
     ) -> None:
         self.n_features = int(n_features)
         self.alpha = float(alpha)
@@ -131,6 +137,10 @@ class Apprentice:
         self.feature_params = dict(feature_params or {})
         self.n_side = int(n_side)
         check_params(self.get_params())
+        self.max_instances = 0
+        self.limit(max_instances)
+        #: instances dropped by the bound so far
+        self.dropped = 0
 
         self._lock = threading.Lock()
         self._ids = packed_buffer(1024)  # every instance's ids, 3 bytes each (ids are below 2**24)
@@ -224,6 +234,42 @@ class Apprentice:
             self._n_high_fixed += int(np.count_nonzero(rel >= self.threshold))
             self._rel_min = min(self._rel_min, float(rel.min()))
             self._rel_max = max(self._rel_max, float(rel.max()))
+            if self.max_instances and self._n > self.max_instances:
+                self._drop_oldest(self._n - max(1, self.min_instances, self.max_instances * 9 // 10))
+
+    def limit(self, max_instances: int) -> None:
+        """Keep at most ``max_instances`` instances from the next :meth:`add` on (0: no bound)."""
+        least = max(1, self.min_instances)
+        if max_instances < 0 or 0 < max_instances < least:
+            raise ValueError(f"max_instances must be 0 (no bound) or at least {least}, got {max_instances}")
+        self.max_instances = int(max_instances)
+
+    def _drop_oldest(self, d: int) -> None:
+        """Forget the ``d`` oldest instances (under the lock): their counts taken back from their buckets, the
+        rest moved into fresh arrays (a :meth:`fit` running outside the lock still reads the old ones)."""
+        n, cut = self._n, int(self._indptr[d])
+        old = take(self._ids, slice(0, cut))
+        rel = self._rel[:d]
+        add_counts(
+            self._counts,
+            self._slot_of[old],
+            np.repeat(rel >= self._bucket_threshold, np.diff(self._indptr[: d + 1])),
+            -1,
+        )
+        self._n_high_fixed -= int(np.count_nonzero(rel >= self.threshold))
+        self._retire_slots()
+        ids = packed_buffer(len(self._ids))
+        ids[: self._n_ids - cut] = self._ids[cut : self._n_ids]
+        indptr = np.zeros_like(self._indptr)
+        indptr[: n - d + 1] = self._indptr[d : n + 1] - cut
+        self._ids, self._indptr = ids, indptr
+        self._rel, self._side = (
+            grown(self._rel[d:n], len(self._rel), n - d),
+            grown(self._side[d:n], len(self._side), n - d),
+        )
+        self._n, self._n_ids = n - d, self._n_ids - cut
+        self._rel_min, self._rel_max = float(self._rel[: self._n].min()), float(self._rel[: self._n].max())
+        self.dropped += d
 
     def _reserve(self, n: int, n_ids: int) -> None:
         """Grow the buffers geometrically; old arrays stay valid for a concurrent :meth:`fit`."""
@@ -280,6 +326,7 @@ class Apprentice:
             n_slots = self._n_slots
             counts = self._counts[:, :n_slots].copy()
             feature_ids = self._slot_ids[:n_slots].copy()
+            slot_of = self._slot_of  # a bound's drop may replace it once the lock is released
             self._version += 1
             version = self._version
 
@@ -296,12 +343,12 @@ class Apprentice:
             normalize=self.normalize,
             folds=self.calibration_folds,
             max_instances=self.calibration_max,
-            slot_of=self._slot_of,
+            slot_of=slot_of,
         )
         model = ApprenticeModel(
             weights=log_ratio,
             feature_ids=feature_ids,
-            slot_of=self._slot_of,
+            slot_of=slot_of,
             prior_log_odds=prior,
             slope=slope,
             intercept=intercept,
@@ -320,6 +367,22 @@ class Apprentice:
             version, n, 100 * n_high / n, threshold, int(known.sum()), slope, intercept, np.round(side_weights, 3),
         )  # fmt: skip
         return model
+
+    def _retire_slots(self) -> None:
+        """Give up the slots of the features no instance has any more (under the lock): the models count a
+        slot as a known feature, as a learner that never saw them would not. In fresh arrays: the models
+        fitted before share the old map."""
+        n = self._n_slots
+        live = np.flatnonzero(self._counts[0, :n] + self._counts[1, :n] > 0)
+        if len(live) == n:
+            return
+        slot_of = np.full(self.n_features, -1, dtype=np.int32)
+        slot_of[self._slot_ids[live]] = np.arange(len(live), dtype=np.int32)
+        counts = np.zeros_like(self._counts)
+        counts[:, : len(live)] = self._counts[:, live]
+        slot_ids = np.zeros_like(self._slot_ids)
+        slot_ids[: len(live)] = self._slot_ids[live]
+        self._slot_of, self._counts, self._slot_ids, self._n_slots = slot_of, counts, slot_ids, len(live)
 
     # ------------------------------------------------------------------ files
 
