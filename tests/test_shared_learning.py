@@ -242,3 +242,22 @@ def test_malformed_instances_are_skipped_in_one_line(redis_server, prefix, caplo
         f"Shared apprentice {prefix}: skipped 3 malformed instances or instances of other apprentice settings "
         "(give every worker the same FOCUSED_APPRENTICE_* settings)"
     ]
+
+
+def test_the_instances_a_bounded_leader_drops_leave_redis_too(redis_server, prefix):
+    a = worker(redis_server, prefix, lock_seconds=0.2)
+    a.online.learner.limit(10)
+    feed(a, range(4))  # 12 instances, numbered 0-11
+    assert a.acquire() and a.train_batch().model is not None
+    assert (a.online.learner.n_instances, a.online.learner.dropped) == (9, 3)  # down to nine tenths of 10
+    assert int(a.client.get(a.k["trimmed"])) == 3
+    assert [r for r, _ in instances(a)] == a.online.learner.to_bundle()["stats"]["relevances"].tolist()
+    feed(a, range(4, 8))  # 12 more, numbered 12-23; then a dies
+    time.sleep(0.3)
+    b = worker(redis_server, prefix, lock_seconds=0.2)  # a new leader rebuilds its learner from Redis
+    b.online.learner.limit(10)
+    assert b.acquire() and b.due()
+    result = b.train_batch()
+    assert result.added == 9 + 12 and b.learned == 24
+    assert b.online.learner.n_instances == 9 and int(b.client.get(b.k["trimmed"])) == 15
+    assert [r for r, _ in instances(b)] == b.online.learner.to_bundle()["stats"]["relevances"].tolist()

@@ -113,7 +113,7 @@ FOCUSED_APPRENTICE_MAX_PENDING = 1_000_000
 #: Training instances (links whose target was judged) the apprentice's learner keeps (~0.5 KB each). Past it, the
 #: oldest are dropped and their counts taken back, down to nine tenths of it (focused/apprentice/instances_dropped):
 #: the model learns from the latest links. 0: no limit; a bound below FOCUSED_APPRENTICE_MIN_INSTANCES is raised to
-#: it (and said in the log). An apprentice shared in Redis keeps every instance in Redis too, without this bound.
+#: it (and said in the log). An apprentice shared in Redis drops them from Redis too.
 FOCUSED_APPRENTICE_MAX_INSTANCES = 1_000_000
 #: Start no download while the apprentice trains a batch. With FOCUSED_MAX_UNSCORED_PAGES = 0 the fetch
 #: order is then the same on every run, whatever the training thread's speed (reproducible crawls and

@@ -10,7 +10,9 @@ whichever workers fetched u and v. Keys, under ``<prefix>:apprentice:``::
                                 (24 bytes: a sequence number and the worker's token) and the link payload,
                                 so that one ZRANGEBYLEX finds the links of a page
     verdicts            HASH    page key -> Pr(c*|v), 8 bytes little-endian float64
-    instances           LIST    every instance: the verdict's 8 bytes + the link payload
+    instances           LIST    every instance: the verdict's 8 bytes + the link payload; those the
+                                leader's learner dropped (FOCUSED_APPRENTICE_MAX_INSTANCES) go after its batch
+    trimmed             STRING  instances dropped from the head of ``instances`` so far
     pages               STRING  pages judged by all workers
     batches             STRING  batches trained (one per FOCUSED_APPRENTICE_BATCH pages of all workers)
     lock                STRING  the leader's token, with a TTL (SET NX PX, renewed)
@@ -23,7 +25,8 @@ lock; another takes over once it expires): per batch of ``batch_size`` pages of
 all workers it adds the new instances to its learner, fits a model and
 publishes it (checking, atomically, that it still holds the lock). A new leader
 first adds every instance its learner has not seen, so the learner always holds
-each instance once. The instances stay in Redis for that (a link payload each).
+each instance once. The instances stay in Redis for that (a link payload each), as many as the
+learner keeps.
 Links to pages never judged stay in ``pending`` (one key, however many pages).
 
 Every worker polls ``version`` and installs a newer model; a blob that is not
@@ -54,7 +57,7 @@ from focused.learning.modelfile import ModelFileError
 
 logger = logging.getLogger(__name__)
 
-KEY_NAMES = ("pending", "verdicts", "instances", "pages", "batches", "lock", "model", "version")
+KEY_NAMES = ("pending", "verdicts", "instances", "trimmed", "pages", "batches", "lock", "model", "version")
 #: bytes of a pending member before the link payload: the digest of the target's page key, then the tag
 DIGEST_BYTES = 16
 HEADER_BYTES = DIGEST_BYTES + 24
@@ -121,6 +124,25 @@ return redis.call('INCR', KEYS[2])
 """
 
 
+# KEYS: lock, instances, trimmed; ARGV: token, the number of the first instance to keep. The leader drops the
+# instances its learner dropped (past FOCUSED_APPRENTICE_MAX_INSTANCES); ``trimmed`` counts them, so that an
+# instance's number is ``trimmed`` + its index in the list, whatever was dropped.
+TRIM = """
+if redis.call('GET', KEYS[1]) ~= ARGV[1] then return -1 end
+local over = tonumber(ARGV[2]) - tonumber(redis.call('GET', KEYS[3]) or '0')
+if over > 0 then
+  redis.call('LTRIM', KEYS[2], over, -1)
+  return redis.call('INCRBY', KEYS[3], over)
+end
+return tonumber(redis.call('GET', KEYS[3]) or '0')
+"""
+
+# KEYS: instances, trimmed. {instances dropped so far, instances in the list}, read together
+COUNT = """
+return {tonumber(redis.call('GET', KEYS[2]) or '0'), redis.call('LLEN', KEYS[1])}
+"""
+
+
 def digest(key: str) -> bytes:
     """The fixed-length name of a page key in ``pending`` (any key, whatever bytes it holds, sorts apart)."""
     return hashlib.blake2b(key.encode("utf-8", "surrogatepass"), digest_size=DIGEST_BYTES).digest()
@@ -177,11 +199,20 @@ class SharedLearning:
         self.lock_ms = max(1, round(lock_seconds * 1000))
         self.token = uuid.uuid4().hex[:12]
         self.k = {name: f"{prefix}:apprentice:{name}" for name in KEY_NAMES}
-        scripts = {"links": LINKS, "page": PAGE, "renew": RENEW, "release": RELEASE, "publish": PUBLISH}
+        scripts = {
+            "links": LINKS,
+            "page": PAGE,
+            "renew": RENEW,
+            "release": RELEASE,
+            "publish": PUBLISH,
+            "trim": TRIM,
+            "count": COUNT,
+        }
         self._scripts = {name: client.register_script(text) for name, text in scripts.items()}
         self.leader = False
         self._renewed = 0.0
-        #: instances of ``instances`` this worker's learner holds (its first ``learned``)
+        #: instances this worker's learner holds: those numbered below ``learned`` (an instance's number is its
+        #: index in ``instances`` plus the ``trimmed`` ones before it)
         self.learned = 0
         self.installed_version = 0
         self._refused_version = 0
@@ -243,12 +274,14 @@ class SharedLearning:
         self._renewed = 0.0
         if not self.acquire():
             return Trained(-1, 0, None)
-        end = int(cast(Any, self.client.llen(self.k["instances"])))
+        trimmed, listed = (int(v) for v in self._scripts["count"]([self.k["instances"], self.k["trimmed"]]))
+        end = trimmed + listed  # only the leader trims: the numbers stay put while it reads
         payloads: list[LinkPayload] = []
         relevances: list[float] = []
         n_side, bad = self.online.learner.n_side, 0
-        for start in range(self.learned, end, CHUNK):
-            raw = cast(list[bytes], self.client.lrange(self.k["instances"], start, min(end, start + CHUNK) - 1))
+        for start in range(max(self.learned, trimmed), end, CHUNK):
+            first, last = start - trimmed, min(end, start + CHUNK) - 1 - trimmed
+            raw = cast(list[bytes], self.client.lrange(self.k["instances"], first, last))
             for item in raw:
                 try:
                     payload = LinkPayload.from_bytes(item[8:])
@@ -281,6 +314,10 @@ class SharedLearning:
             return Trained(-1, len(payloads), None)
         if model is not None:
             self.installed_version = version
+        learner = self.online.learner
+        if learner.dropped:  # Redis keeps what the learner keeps (and what came since), for a new leader
+            first = end - learner.n_instances
+            self._scripts["trim"]([self.k["lock"], self.k["instances"], self.k["trimmed"]], [self.token, first])
         return Trained(batch, len(payloads), model)
 
     # -- every worker: models ---------------------------------------------------------------
