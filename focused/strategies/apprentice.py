@@ -24,6 +24,8 @@ from focused.paths import project_path
 from focused.settings.access import setting
 from focused.strategies.base import BuildContext, FetchedPage, Scored
 
+logger = logging.getLogger(__name__)
+
 
 class ApprenticeStrategy:
     """The paper's enhanced crawler: links scored by the apprentice, Pr(HIGH | ⟨t,d⟩ features).
@@ -49,9 +51,6 @@ class ApprenticeStrategy:
         if scores is None:
             scores = [page.verdict.parent_view] * len(links)
         return Scored(scores, payloads)
-
-
-logger = logging.getLogger(__name__)
 
 
 def build_apprentice(name: str, ctx: BuildContext) -> ApprenticeStrategy:

@@ -89,27 +89,35 @@ class RelevanceFeedback:
             self._pages = int(self.stats.get_value("focused/pages", 0))
             self._rescore_frontier(f"Resumed apprentice v{self.online.model.version}")
 
+    def _count_dropped(self, stat: str, dropped: int, what: str, setting: str, bound: int, which: str) -> None:
+        """``focused/apprentice/<stat>`` = ``dropped`` (what a bound of the apprentice's memory dropped so far),
+        said once in the log when it first bites."""
+        if not dropped:
+            return
+        key = f"focused/apprentice/{stat}"
+        if not self.stats.get_value(key):
+            logger.info("The apprentice keeps %d %s at most (%s): %s", bound, what, setting, which)
+        self.stats.set_value(key, dropped)
+
     def page_labelled(self, page: LabelledPage) -> None:
         self._pages = page.fetch_order
         batch_done = self.online.observe_page((page.url, *page.aliases), page.relevance)
-        dropped = self.online.pending_dropped
-        if dropped:
-            if not self.stats.get_value("focused/apprentice/pending_dropped"):
-                logger.info(
-                    "The apprentice keeps %d links waiting for their targets at most (FOCUSED_APPRENTICE_MAX_PENDING): "
-                    "those to the targets met longest ago are dropped",
-                    self.online.max_pending,
-                )
-            self.stats.set_value("focused/apprentice/pending_dropped", dropped)
-        forgotten = self.online.learner.dropped
-        if forgotten:
-            if not self.stats.get_value("focused/apprentice/instances_dropped"):
-                logger.info(
-                    "The apprentice keeps %d training instances at most (FOCUSED_APPRENTICE_MAX_INSTANCES): "
-                    "the oldest are dropped",
-                    self.online.learner.max_instances,
-                )
-            self.stats.set_value("focused/apprentice/instances_dropped", forgotten)
+        self._count_dropped(
+            "pending_dropped",
+            self.online.pending_dropped,
+            "links waiting for their targets",
+            "FOCUSED_APPRENTICE_MAX_PENDING",
+            self.online.max_pending,
+            "those to the targets met longest ago are dropped",
+        )
+        self._count_dropped(
+            "instances_dropped",
+            self.online.learner.dropped,
+            "training instances",
+            "FOCUSED_APPRENTICE_MAX_INSTANCES",
+            self.online.learner.max_instances,
+            "the oldest are dropped",
+        )
         if batch_done and not self.training and (self.checkpoints is not None or not self._engine_closing()):
             self._in_flight = self._train_batch()
         elif self._refresh_due() and self._moving_terms():
