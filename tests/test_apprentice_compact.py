@@ -88,7 +88,7 @@ def test_compact_model_is_smaller_than_the_id_space_and_survives_its_file(tmp_pa
     model = app.fit()
     held = model.weights.nbytes + model.feature_ids.nbytes
     assert held < 8 * N_FEATURES // 10  # a tenth of one dense float64 array over the ids
-    assert app._counts.nbytes < 2 * 8 * N_FEATURES // 10
+    assert app._features.counts.nbytes < 2 * 8 * N_FEATURES // 10
     path = tmp_path / "model.npz"
     model.save(path)
     loaded = ApprenticeModel.load(path)

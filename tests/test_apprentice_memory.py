@@ -72,8 +72,8 @@ def test_the_learner_stores_three_bytes_an_occurrence_and_saves_int32_ids(tmp_pa
     app.fit()
     app.add(arrays[250:], rel[250:])
     occurrences = sum(len(a) for a in arrays)
-    assert app._ids.dtype == np.uint8 and app._ids.shape[1] == 3
-    assert app._ids.nbytes < 2 * 3 * occurrences  # geometric growth; an int32 buffer took 4 bytes an id
+    assert app._instances.ids.dtype == np.uint8 and app._instances.ids.shape[1] == 3
+    assert app._instances.ids.nbytes < 2 * 3 * occurrences  # geometric growth; an int32 buffer took 4 bytes an id
     bundle = app.to_bundle()
     assert bundle["stats"]["ids"].dtype == np.int32
     assert np.array_equal(bundle["stats"]["ids"], np.concatenate(arrays))
@@ -101,8 +101,10 @@ def test_a_bounded_learner_is_the_learner_of_the_instances_it_kept(binning: str)
     assert a.threshold == b.threshold and a.n_instances == b.n_instances
     # the same counts per feature, and only the kept instances' features have a slot (the slots' order may
     # differ: the bounded learner saw the dropped instances' features first)
-    seen = {int(f): tuple(app._counts[:, s]) for s, f in enumerate(app._slot_ids[: app._n_slots])}
-    fresh_seen = {int(f): tuple(fresh._counts[:, s]) for s, f in enumerate(fresh._slot_ids[: fresh._n_slots])}
+    seen = {int(f): tuple(app._features.counts[:, s]) for s, f in enumerate(app._features.slot_ids[: app._features.n])}
+    fresh_seen = {
+        int(f): tuple(fresh._features.counts[:, s]) for s, f in enumerate(fresh._features.slot_ids[: fresh._features.n])
+    }
     assert seen == fresh_seen
     assert np.array_equal(app.to_bundle()["stats"]["ids"], np.concatenate(arrays[-kept:]))
     assert np.allclose(a.predict(arrays), b.predict(arrays), rtol=0, atol=1e-12)

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from focused.learning.apprentice.features import N_FEATURES
+from focused.learning.apprentice.instances import InstanceBuffer, SlotCounts
 from focused.learning.apprentice.model import (
     FORMAT_VERSION,
     LEARNER_KIND,
@@ -30,15 +31,8 @@ from focused.learning.apprentice.model import (
     check_params,
     read_apprentice_file,
 )
-from focused.learning.apprentice.packed import pack_into, packed_buffer, take
-from focused.learning.apprentice.stats import (
-    add_counts,
-    equal_prob_threshold,
-    grown,
-    nb_weights,
-    rebucket,
-    stacked_sigmoid,
-)
+from focused.learning.apprentice.packed import take
+from focused.learning.apprentice.stats import equal_prob_threshold, nb_weights, rebucket, stacked_sigmoid
 from focused.learning.modelfile import ModelFileError, save_model
 
 __all__ = ["Apprentice", "NotReadyError"]
@@ -102,13 +96,11 @@ class Apprentice:
         crawl's learner stops growing; the equal-prob threshold is then the median of the instances kept.
         A bound on this process's memory, not a parameter of the model: files do not store it.
 
-    Memory: the per-bucket counts are kept for the features seen only (a *slot* each, in the order
-    they were first seen: 2 float64 and an int32 id a slot, plus one int32 map of the hashed feature
-    space, shared with the models fitted, which keep their weights per slot too); the
-    raw instances are kept as ids of 3 bytes (:mod:`~focused.learning.apprentice.packed`; 3 bytes per
-    feature occurrence, ~18 MB for 100k links of 60 features): they let equal-prob binning move
-    instances between buckets, feed the calibration, and make :meth:`save`
-    resumable. :meth:`add` and :meth:`fit` may run in different threads.
+    Memory: the per-bucket counts are kept for the features seen only
+    (:class:`~focused.learning.apprentice.instances.SlotCounts`); the raw instances as ids of 3 bytes
+    (:class:`~focused.learning.apprentice.instances.InstanceBuffer`; ~18 MB for 100k links of 60
+    features): they let equal-prob binning move instances between buckets, feed the calibration, and
+    make :meth:`save` resumable. :meth:`add` and :meth:`fit` may run in different threads.
     """
 
     def __init__(
@@ -143,17 +135,8 @@ class Apprentice:
         self.dropped = 0
 
         self._lock = threading.Lock()
-        self._ids = packed_buffer(1024)  # every instance's ids, 3 bytes each (ids are below 2**24)
-        self._n_ids = 0
-        self._indptr = np.zeros(129, dtype=np.int64)
-        self._rel = np.zeros(128, dtype=np.float64)
-        self._side = np.zeros((128, self.n_side), dtype=np.float64)
-        self._n = 0
-        # feature id -> slot (-1: never seen); slots only ever get added, so a model fitted earlier can share it
-        self._slot_of = np.full(self.n_features, -1, dtype=np.int32)
-        self._slot_ids = np.zeros(1024, dtype=np.int32)  # slot -> feature id
-        self._n_slots = 0
-        self._counts = np.zeros((2, 1024), dtype=np.float64)  # [LOW, HIGH] x slot
+        self._instances = InstanceBuffer(self.n_side)
+        self._features = SlotCounts(self.n_features)  # the counts are of the buckets at _bucket_threshold
         self._bucket_threshold = self.threshold if binning == "fixed" else math.inf
         self._n_high_fixed = 0
         self._rel_min = math.inf
@@ -177,7 +160,7 @@ class Apprentice:
     @property
     def n_instances(self) -> int:
         """Number of instances added so far."""
-        return self._n
+        return self._instances.n
 
     @property
     def version(self) -> int:
@@ -187,11 +170,11 @@ class Apprentice:
     @property
     def ready(self) -> bool:
         """True once there are ``min_instances`` instances and both buckets can be non-empty."""
-        return self._n >= self.min_instances and self._has_both_buckets()
+        return self.n_instances >= self.min_instances and self._has_both_buckets()
 
     def _has_both_buckets(self) -> bool:
         if self.binning == "fixed":
-            return 0 < self._n_high_fixed < self._n
+            return 0 < self._n_high_fixed < self.n_instances
         return self._rel_max > self._rel_min
 
     def add(self, features: Features, relevances: Any, side: np.ndarray | None = None) -> None:
@@ -219,23 +202,14 @@ class Apprentice:
         lengths = np.fromiter((len(a) for a in arrays), dtype=np.int64, count=len(arrays))
         ids = np.concatenate(arrays).astype(np.int32, copy=False) if lengths.sum() else np.zeros(0, np.int32)
         with self._lock:
-            n, k = self._n, len(rel)
-            self._reserve(n + k, self._n_ids + len(ids))
-            pack_into(self._ids, self._n_ids, ids)
-            self._indptr[n + 1 : n + k + 1] = self._n_ids + np.cumsum(lengths)
-            self._rel[n : n + k] = rel
-            if self.n_side:
-                self._side[n : n + k] = side
-            self._n_ids += len(ids)
-            self._n += k
-            high = rel >= self._bucket_threshold
-            slots = self._slots(ids)  # first: it may grow the counts
-            add_counts(self._counts, slots, np.repeat(high, lengths), +1)
+            self._instances.append(ids, lengths, rel, side if self.n_side else None)
+            self._features.add(ids, np.repeat(rel >= self._bucket_threshold, lengths), +1)
             self._n_high_fixed += int(np.count_nonzero(rel >= self.threshold))
             self._rel_min = min(self._rel_min, float(rel.min()))
             self._rel_max = max(self._rel_max, float(rel.max()))
-            if self.max_instances and self._n > self.max_instances:
-                self._drop_oldest(self._n - max(1, self.min_instances, self.max_instances * 9 // 10))
+            n = self._instances.n
+            if self.max_instances and n > self.max_instances:
+                self._drop_oldest(n - max(1, self.min_instances, self.max_instances * 9 // 10))
 
     def limit(self, max_instances: int) -> None:
         """Keep at most ``max_instances`` instances from the next :meth:`add` on (0: no bound)."""
@@ -246,64 +220,20 @@ class Apprentice:
 
     def _drop_oldest(self, d: int) -> None:
         """Forget the ``d`` oldest instances (under the lock): their counts taken back from their buckets, the
-        rest moved into fresh arrays (a :meth:`fit` running outside the lock still reads the old ones)."""
-        n, cut = self._n, int(self._indptr[d])
-        old = take(self._ids, slice(0, cut))
-        rel = self._rel[:d]
-        add_counts(
-            self._counts,
-            self._slot_of[old],
-            np.repeat(rel >= self._bucket_threshold, np.diff(self._indptr[: d + 1])),
-            -1,
-        )
+        slots of the features no instance has any more given up."""
+        ids, lengths, rel = self._instances.drop_oldest(d)
+        self._features.add(ids, np.repeat(rel >= self._bucket_threshold, lengths), -1)
+        self._features.retire()
         self._n_high_fixed -= int(np.count_nonzero(rel >= self.threshold))
-        self._retire_slots()
-        ids = packed_buffer(len(self._ids))
-        ids[: self._n_ids - cut] = self._ids[cut : self._n_ids]
-        indptr = np.zeros_like(self._indptr)
-        indptr[: n - d + 1] = self._indptr[d : n + 1] - cut
-        self._ids, self._indptr = ids, indptr
-        self._rel, self._side = (
-            grown(self._rel[d:n], len(self._rel), n - d),
-            grown(self._side[d:n], len(self._side), n - d),
-        )
-        self._n, self._n_ids = n - d, self._n_ids - cut
-        self._rel_min, self._rel_max = float(self._rel[: self._n].min()), float(self._rel[: self._n].max())
+        kept = self._instances.rel[: self._instances.n]
+        self._rel_min, self._rel_max = float(kept.min()), float(kept.max())
         self.dropped += d
-
-    def _reserve(self, n: int, n_ids: int) -> None:
-        """Grow the buffers geometrically; old arrays stay valid for a concurrent :meth:`fit`."""
-        if n > len(self._rel):
-            size, m = max(n, 2 * len(self._rel)), self._n
-            self._rel, self._side = grown(self._rel, size, m), grown(self._side, size, m)
-            self._indptr = grown(self._indptr, size + 1, m + 1)
-        if n_ids > len(self._ids):
-            self._ids = grown(self._ids, max(n_ids, 2 * len(self._ids)), self._n_ids)
-
-    def _slots(self, ids: np.ndarray) -> np.ndarray:
-        """The slots of ``ids``, giving the next free slots to ids never seen (in ascending id order)."""
-        slots = self._slot_of[ids]
-        new = slots < 0
-        if new.any():
-            fresh = np.unique(ids[new])
-            start, end = self._n_slots, self._n_slots + len(fresh)
-            if end > len(self._slot_ids):
-                size = max(end, 2 * len(self._slot_ids))
-                self._slot_ids = grown(self._slot_ids, size, start)
-                counts = np.zeros((2, size), dtype=np.float64)
-                counts[:, :start] = self._counts[:, :start]
-                self._counts = counts
-            self._slot_ids[start:end] = fresh
-            self._slot_of[fresh] = np.arange(start, end, dtype=np.int32)
-            self._n_slots = end
-            slots = self._slot_of[ids]
-        return slots
 
     def current_threshold(self) -> float:
         """The relevance at or above which an instance is HIGH, given the data so far."""
         if self.binning == "fixed":
             return self.threshold
-        return equal_prob_threshold(self._rel[: self._n])
+        return equal_prob_threshold(self._instances.rel[: self._instances.n])
 
     def fit(self) -> ApprenticeModel:
         """Return a new frozen model from all instances so far (the apprentice itself keeps learning).
@@ -312,21 +242,20 @@ class Apprentice:
         ``min_instances`` is allowed (offline use); online callers check :attr:`ready`.
         """
         with self._lock:
-            n = self._n
-            rel, indptr, ids = self._rel[:n], self._indptr[: n + 1], self._ids[: self._n_ids]
-            side = self._side[:n]
+            instances = self._instances
+            n = instances.n
+            rel, indptr, ids = instances.rel[:n], instances.indptr[: n + 1], instances.ids[: instances.n_ids]
+            side = instances.side[:n]
             threshold = self.current_threshold()
             high = rel >= threshold
             n_high = int(np.count_nonzero(high))
             if n_high == 0 or n_high == n:
                 raise NotReadyError(f"need instances in both buckets (have {n_high} HIGH of {n})")
             if threshold != self._bucket_threshold:
-                rebucket(self._counts, self._indptr, self._ids, rel, self._bucket_threshold, threshold, self._slot_of)
+                features = self._features
+                rebucket(features.counts, indptr, ids, rel, self._bucket_threshold, threshold, features.slot_of)
                 self._bucket_threshold = threshold
-            n_slots = self._n_slots
-            counts = self._counts[:, :n_slots].copy()
-            feature_ids = self._slot_ids[:n_slots].copy()
-            slot_of = self._slot_of  # a bound's drop may replace it once the lock is released
+            counts, feature_ids, slot_of = self._features.snapshot()
             self._version += 1
             version = self._version
 
@@ -368,38 +297,23 @@ class Apprentice:
         )  # fmt: skip
         return model
 
-    def _retire_slots(self) -> None:
-        """Give up the slots of the features no instance has any more (under the lock): the models count a
-        slot as a known feature, as a learner that never saw them would not. In fresh arrays: the models
-        fitted before share the old map."""
-        n = self._n_slots
-        live = np.flatnonzero(self._counts[0, :n] + self._counts[1, :n] > 0)
-        if len(live) == n:
-            return
-        slot_of = np.full(self.n_features, -1, dtype=np.int32)
-        slot_of[self._slot_ids[live]] = np.arange(len(live), dtype=np.int32)
-        counts = np.zeros_like(self._counts)
-        counts[:, : len(live)] = self._counts[:, live]
-        slot_ids = np.zeros_like(self._slot_ids)
-        slot_ids[: len(live)] = self._slot_ids[live]
-        self._slot_of, self._counts, self._slot_ids, self._n_slots = slot_of, counts, slot_ids, len(live)
-
     # ------------------------------------------------------------------ files
 
     def to_bundle(self) -> dict[str, Any]:
         """Parameters and instances as plain arrays and builtins; what :meth:`save` writes."""
         with self._lock:
-            n = self._n
+            instances = self._instances
+            n = instances.n
             return {
                 "kind": LEARNER_KIND,
                 "format_version": FORMAT_VERSION,
                 "params": self.get_params(),
                 "feature_params": dict(self.feature_params),
                 "stats": {
-                    "ids": take(self._ids, slice(0, self._n_ids)),
-                    "indptr": self._indptr[: n + 1].copy(),
-                    "relevances": self._rel[:n].copy(),
-                    "side": self._side[:n].copy(),
+                    "ids": take(instances.ids, slice(0, instances.n_ids)),
+                    "indptr": instances.indptr[: n + 1].copy(),
+                    "relevances": instances.rel[:n].copy(),
+                    "side": instances.side[:n].copy(),
                     "version": self._version,
                 },
             }

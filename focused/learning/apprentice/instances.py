@@ -1,0 +1,130 @@
+"""The apprentice learner's growing state: its raw instances and the per-bucket counts of their features.
+
+:class:`~focused.learning.apprentice.learner.Apprentice` holds one of each, under its lock, and fits
+models from them in another thread. Both follow one rule that makes that safe: an array a fit may be
+reading is never rewritten below what it read. Growth copies into a larger array, dropping the oldest
+instances moves the rest into fresh arrays, and new instances are written past the end; only the counts
+change in place (under the lock: a fit copies them there).
+
+* :class:`InstanceBuffer`: every instance kept, as packed ids (3 bytes each,
+  :mod:`~focused.learning.apprentice.packed`), row pointers, relevances and side views.
+* :class:`SlotCounts`: the LOW and HIGH counts of each feature seen, a *slot* each in the order the
+  features were first seen, and the map from the hashed feature space to the slots (shared with the
+  models fitted, which keep their weights per slot too).
+
+Scrapy-free.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from focused.learning.apprentice.packed import pack_into, packed_buffer, take
+from focused.learning.apprentice.stats import add_counts, grown
+
+__all__ = ["InstanceBuffer", "SlotCounts"]
+
+
+class InstanceBuffer:
+    """Instances in growing arrays: ``ids[indptr[i] : indptr[i + 1]]`` (packed) are instance i's feature ids,
+    ``rel[i]`` its relevance, ``side[i]`` its side views; the first :attr:`n` rows (:attr:`n_ids` ids) are
+    filled."""
+
+    def __init__(self, n_side: int) -> None:
+        self.ids = packed_buffer(1024)
+        self.n_ids = 0
+        self.indptr = np.zeros(129, dtype=np.int64)
+        self.rel = np.zeros(128, dtype=np.float64)
+        self.side = np.zeros((128, n_side), dtype=np.float64)
+        self.n = 0
+
+    def append(self, ids: np.ndarray, lengths: np.ndarray, rel: np.ndarray, side: np.ndarray | None) -> None:
+        """Add ``len(rel)`` instances: ``lengths[i]`` of the concatenated ``ids`` each."""
+        n, k = self.n, len(rel)
+        self._reserve(n + k, self.n_ids + len(ids))
+        pack_into(self.ids, self.n_ids, ids)
+        self.indptr[n + 1 : n + k + 1] = self.n_ids + np.cumsum(lengths)
+        self.rel[n : n + k] = rel
+        if side is not None:
+            self.side[n : n + k] = side
+        self.n_ids += len(ids)
+        self.n += k
+
+    def drop_oldest(self, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Forget the ``d`` oldest instances, moving the rest into fresh arrays; returns the forgotten ones'
+        ids (int32), their lengths and their relevances."""
+        n, cut = self.n, int(self.indptr[d])
+        dropped = (take(self.ids, slice(0, cut)), np.diff(self.indptr[: d + 1]), self.rel[:d].copy())
+        ids = packed_buffer(len(self.ids))
+        ids[: self.n_ids - cut] = self.ids[cut : self.n_ids]
+        indptr = np.zeros_like(self.indptr)
+        indptr[: n - d + 1] = self.indptr[d : n + 1] - cut
+        self.ids, self.indptr = ids, indptr
+        self.rel, self.side = grown(self.rel[d:n], len(self.rel), n - d), grown(self.side[d:n], len(self.side), n - d)
+        self.n, self.n_ids = n - d, self.n_ids - cut
+        return dropped
+
+    def _reserve(self, n: int, n_ids: int) -> None:
+        """Grow the arrays geometrically (into new ones: the old stay valid for a concurrent reader)."""
+        if n > len(self.rel):
+            size, m = max(n, 2 * len(self.rel)), self.n
+            self.rel, self.side = grown(self.rel, size, m), grown(self.side, size, m)
+            self.indptr = grown(self.indptr, size + 1, m + 1)
+        if n_ids > len(self.ids):
+            self.ids = grown(self.ids, max(n_ids, 2 * len(self.ids)), self.n_ids)
+
+
+class SlotCounts:
+    """``counts[bucket, slot]``: how often the feature of each slot occurs in LOW (0) and HIGH (1) instances.
+
+    ``slot_of[feature id]`` is its slot (-1: never seen), ``slot_ids[slot]`` its feature id; the first
+    :attr:`n` slots are in use. Memory: 2 float64 and an int32 a slot, plus one int32 map of the hashed
+    feature space.
+    """
+
+    def __init__(self, n_features: int) -> None:
+        self.slot_of = np.full(n_features, -1, dtype=np.int32)
+        self.slot_ids = np.zeros(1024, dtype=np.int32)
+        self.counts = np.zeros((2, 1024), dtype=np.float64)
+        self.n = 0
+
+    def add(self, ids: np.ndarray, high: np.ndarray, sign: int) -> None:
+        """Count each occurrence of ``ids`` (+1 or -1, ``sign``) in its instance's bucket (``high`` per
+        occurrence); an id never seen gets the next free slot (in ascending id order)."""
+        slots = self.slot_of[ids]
+        new = slots < 0
+        if new.any():
+            fresh = np.unique(ids[new])
+            start, end = self.n, self.n + len(fresh)
+            if end > len(self.slot_ids):
+                size = max(end, 2 * len(self.slot_ids))
+                self.slot_ids = grown(self.slot_ids, size, start)
+                counts = np.zeros((2, size), dtype=np.float64)
+                counts[:, :start] = self.counts[:, :start]
+                self.counts = counts
+            self.slot_ids[start:end] = fresh
+            self.slot_of[fresh] = np.arange(start, end, dtype=np.int32)
+            self.n = end
+            slots = self.slot_of[ids]
+        add_counts(self.counts, slots, high, sign)
+
+    def snapshot(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """The counts and feature ids of the slots in use (copies), and the map itself: a model fitted now
+        shares it (later features only get slots past the model's weights; :meth:`retire` replaces the map)."""
+        return self.counts[:, : self.n].copy(), self.slot_ids[: self.n].copy(), self.slot_of
+
+    def retire(self) -> None:
+        """Give up the slots of the features no instance has any more: the models count a slot as a known
+        feature, as a learner that never saw them would not. In fresh arrays: the models fitted before share
+        the old map."""
+        n = self.n
+        live = np.flatnonzero(self.counts[0, :n] + self.counts[1, :n] > 0)
+        if len(live) == n:
+            return
+        slot_of = np.full(len(self.slot_of), -1, dtype=np.int32)
+        slot_of[self.slot_ids[live]] = np.arange(len(live), dtype=np.int32)
+        counts = np.zeros_like(self.counts)
+        counts[:, : len(live)] = self.counts[:, live]
+        slot_ids = np.zeros_like(self.slot_ids)
+        slot_ids[: len(live)] = self.slot_ids[live]
+        self.slot_of, self.counts, self.slot_ids, self.n = slot_of, counts, slot_ids, len(live)
