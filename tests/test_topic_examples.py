@@ -19,6 +19,8 @@ from focused.learning.critic.examples import train_examples_critic
 from focused.learning.critic.load import load_critic
 from focused.learning.critic.threshold import MAX_LEVEL, MIN_LEVEL, THRESHOLD
 from focused.page.text import html_to_text
+from focused.replay.server import ReplayServer
+from focused.replay.store import ReplayStore, StoredResponse
 from tests.commands import scrapy_crawl
 from tests.local_server import HTML, LocalServer
 
@@ -229,6 +231,30 @@ def test_train_topic_from_urls_fetches_them_only_where_allowed(tmp_path, backgro
     assert critic.examples["u"][0] == f"{web.url}/astronomy/{ASTRONOMY[0].name}"  # the seeds of a crawl
     assert verdicts(tmp_path / "u.npz", "u", ASTRONOMY[:8]).min() >= THRESHOLD  # its examples, less the template
     assert verdicts(tmp_path / "u.npz", "u", COOKING_PAGES).mean() < THRESHOLD
+
+
+def test_train_topic_fetches_example_urls_through_the_proxy_of_the_environment(
+    tmp_path, background, capsys, monkeypatch
+):
+    """Behind a proxy (``http_proxy``) the examples' host names need not resolve here: they are checked by name,
+    as the crawl checks its requests through a proxy, and fetched through it; a local name is still refused."""
+    store = ReplayStore()
+    for file in ASTRONOMY[:8]:
+        store.add(StoredResponse(f"http://astro.test/{file.name}", 200, HTML, file.read_bytes()))
+    for name in ("no_proxy", "NO_PROXY"):
+        monkeypatch.delenv(name, raising=False)
+    out = tmp_path / "proxied.npz"
+    urls = ",".join(f"http://astro.test/{f.name}" for f in ASTRONOMY[:8])
+    base = ["train-topic", "--background", str(background), "--out", str(out)]
+    assert main([*base, "--positive", urls]) == 1  # no proxy: the name does not resolve
+    assert "cannot resolve astro.test" in capsys.readouterr().err
+    with ReplayServer(store) as server:
+        monkeypatch.setenv("http_proxy", server.proxy_url)
+        assert main([*base, "--positive", urls]) == 0, capsys.readouterr().err
+        assert main([*base, "--positive", f"{urls},http://localhost/x.html"]) == 1
+        err = capsys.readouterr().err
+        assert "localhost is an internal address" in err and err.count("\n") == 1
+    assert verdicts(out, "proxied", ASTRONOMY[:8]).min() >= THRESHOLD
 
 
 @pytest.mark.parametrize(

@@ -166,7 +166,12 @@ class _Redirects(urllib.request.HTTPRedirectHandler):
 
 
 def check_address(url: str, policy: AddressPolicy) -> None:
-    """ConfigError when ``url``'s host resolves to an address the crawl may not contact."""
+    """ConfigError when ``url``'s host resolves to an address the crawl may not contact.
+
+    Fetched through a proxy (``http_proxy`` and the like, unless ``no_proxy`` names the host), the URL is
+    checked by name only, as the crawl checks its requests through a proxy: the proxy, which the operator
+    configured, connects and resolves names itself; an internal IP literal or ``localhost`` is still refused.
+    """
     parts = urlsplit(url)
     host = parts.hostname or ""
     try:
@@ -176,6 +181,10 @@ def check_address(url: str, policy: AddressPolicy) -> None:
     if policy.allows_name(host, port):
         return
     literal = parse_ip(host)
+    if literal is None and _through_proxy(parts.scheme, host):
+        if policy.refuses(host, None, port):  # a local name: localhost
+            raise _internal(url, host, "a local name")
+        return
     if literal is not None:
         addresses = [literal]
     else:
@@ -186,10 +195,19 @@ def check_address(url: str, policy: AddressPolicy) -> None:
         addresses = [ip for info in infos if (ip := parse_ip(str(info[4][0]))) is not None]
     for ip in addresses:
         if policy.refuses(host, ip, port):
-            raise ConfigError(
-                f"example URL {url}: {host} is an internal address ({ip}); allow it with "
-                f"FOCUSED_ALLOW_INTERNAL={allow_entry(url)}"
-            )
+            raise _internal(url, host, ip)
+
+
+def _internal(url: str, host: str, what: object) -> ConfigError:
+    return ConfigError(
+        f"example URL {url}: {host} is an internal address ({what}); allow it with "
+        f"FOCUSED_ALLOW_INTERNAL={allow_entry(url)}"
+    )
+
+
+def _through_proxy(scheme: str, host: str) -> bool:
+    """Whether urllib sends a request for ``scheme://host`` to a proxy of the environment."""
+    return scheme.lower() in urllib.request.getproxies() and not urllib.request.proxy_bypass(host)
 
 
 def fetch(url: str, policy: AddressPolicy) -> bytes:
