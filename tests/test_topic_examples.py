@@ -298,6 +298,13 @@ def test_a_crawl_from_examples_trains_once_and_judges_pages(tmp_path, background
         assert "the critic trained from these examples before" in second.stderr
         assert "trained a critic from" not in second.stderr
         assert list(cache.glob("*.npz")) == models and models[0].stat().st_mtime_ns == stamp
+        # the first crawl's database as more background (pages of the kind the crawl meets): another critic,
+        # sampled with the folder (300 pages) and the first crawl's 8 pages that are not examples
+        more = f"FOCUSED_EXAMPLES_BACKGROUND={background},{tmp_path / 'first.sqlite'}"
+        third = scrapy_crawl(*common, "-s", more, "-s", f"FOCUSED_DB={tmp_path / 'third.sqlite'}", timeout=180)
+        assert third.returncode == 0, third.stderr[-3000:]
+        assert "trained a critic from 8 examples" in third.stderr and len(list(cache.glob("sky-*.npz"))) == 2
+        assert f"background ({background}, {tmp_path / 'first.sqlite'}): 308 of 308 pages" in third.stderr
     pages = list(iter_pages(tmp_path / "first.sqlite"))
     assert len(pages) == 16
     assert pages[0].url.startswith(f"{web.url}/astronomy/")  # the examples are the seeds
@@ -369,3 +376,31 @@ def test_astronomy_against_the_default_background_judges_its_pages_and_not_cooki
     assert "of 14 positives" in printed and "(webkb, wiki)" in printed and "warning" not in printed, printed
     assert verdicts(out, "astronomy", ASTRONOMY).min() >= THRESHOLD
     assert verdicts(out, "astronomy", COOKING_PAGES).max() < THRESHOLD
+
+
+def test_the_users_own_background_is_sampled_beside_the_corpora_not_among_them(tmp_path):
+    """A folder (or crawl database, WARC file) of the user's pages gets a sample of its own, as large as the
+    corpora's: 20 pages are not lost among 11,000 corpus pages. The corpora's sample alone is as before."""
+    from focused.core.examples import read_background
+
+    own = tmp_path / "own"
+    own.mkdir()
+    for i in range(20):
+        (own / f"{i}.html").write_text(f"<html><body><p>forum post {i} about telescopes</p></body></html>")
+    corpus = [(f"http://corpus.test/{i}", f"corpus page {i}") for i in range(500)]
+    alone = read_background((), 50, 0, extra=iter(corpus))
+    both = read_background([str(own)], 50, 0, extra=iter(corpus))
+    assert both[:50] == alone and len(alone) == 50
+    assert sorted(both[50:]) == sorted(f"forum post {i} about telescopes" for i in range(20))
+    assert len(read_background([str(own)], 5, 0, extra=iter(corpus))) == 10
+
+
+def test_a_cached_critic_is_named_by_its_background_files_contents_too(tmp_path):
+    from focused.core.examples import background_key
+
+    db = tmp_path / "site.sqlite"
+    db.write_bytes(b"x" * 10)
+    before = background_key(["webkb", str(db)])
+    assert background_key(["webkb", str(db)]) == before and before.startswith("webkb,")
+    db.write_bytes(b"x" * 20)  # the crawl database grew: another critic
+    assert background_key(["webkb", str(db)]) != before

@@ -99,14 +99,16 @@ def _sample(pool: Sequence[str], k: int, seed: int) -> list[str]:
 
 
 class Background:
-    """The default background's pages, read once: each critic samples from them as the crawl's reader does."""
+    """The background's pages, the shipped corpora's read once: each critic samples from them as the crawl's
+    reader does (the user's own sources, folders, crawl databases and WARC files, read again each time)."""
 
     def __init__(self, sources: Sequence[str], limit: int) -> None:
-        from focused.core.examples import _background_texts
+        from focused.core.examples import BACKGROUNDS, _background_texts
 
         self.sources = list(sources)
+        self.own = [source for source in sources if source not in BACKGROUNDS]
         self.limit = limit
-        self.pages = [page for source in sources for page in _background_texts(source)]
+        self.pages = [page for source in sources if source in BACKGROUNDS for page in _background_texts(source)]
         logger.info("examples track: %d background pages from %s", len(self.pages), ", ".join(sources))
 
     def sample(self, seed: int, *, exclude: set[str], exclude_urls: Iterable[str]) -> list[str]:
@@ -114,7 +116,7 @@ class Background:
         from focused.core.examples import read_background
 
         return read_background(
-            (), self.limit, seed, exclude=exclude, exclude_urls=list(exclude_urls), extra=iter(self.pages)
+            self.own, self.limit, seed, exclude=exclude, exclude_urls=list(exclude_urls), extra=iter(self.pages)
         )
 
 

@@ -19,7 +19,6 @@ import argparse
 import logging
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -105,7 +104,7 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     # here, not at the top: `focused --help` and every other command import this module
     from focused.addresses import AddressPolicy, AllowListError
-    from focused.core.examples import BACKGROUNDS, topic_name, train_topic
+    from focused.core.examples import BACKGROUNDS, check_background, topic_name, train_topic
 
     out = Path(args.out)
     name = topic_name("", args.name or out.name.split(".")[0])
@@ -117,23 +116,12 @@ def _run(args: argparse.Namespace) -> int:
     examples = read_positives(args.positive, args.sources, policy)
     negatives = read_positives(args.negative, args.sources, policy).bodies if args.negative else []
     backgrounds = args.background or list(BACKGROUNDS)
-    corpora = [b for b in backgrounds if b in BACKGROUNDS or Path(b).is_dir()]
-    files = [b for b in backgrounds if b not in corpora]
-    for source in files:
-        if not Path(source).is_file():
-            raise InputError(
-                f"--background {source!r}: not {' or '.join(BACKGROUNDS)}, and no such folder, WARC or crawl database"
-            )
-    extra = _file_background(files)
+    try:
+        check_background(backgrounds)
+    except ConfigError as exc:
+        raise InputError(f"--{exc}") from exc
     trained = train_topic(
-        examples,
-        name,
-        corpora,
-        args.max_background,
-        args.seed,
-        negatives=negatives,
-        keywords=args.keyword,
-        extra_background=extra,
+        examples, name, backgrounds, args.max_background, args.seed, negatives=negatives, keywords=args.keyword
     )
     for line in trained.report.lines():
         print(line)
@@ -145,14 +133,6 @@ def _run(args: argparse.Namespace) -> int:
     seeds = " -a seeds=URL" if not examples.urls else ""
     print(f"wrote {out}; crawl with: scrapy crawl focused -a model={out} -a topic={name}{seeds}")
     return 0
-
-
-def _file_background(sources: list[str]) -> Iterator[tuple[str, str]]:
-    from focused.page.text import html_to_text
-
-    for source in sources:
-        for url, body in _stored_pages(source):
-            yield url, html_to_text(body)
 
 
 # ---------------------------------------------------------------------- positives
@@ -186,30 +166,9 @@ def read_positives(specs: list[str], sources: list[str], policy: object) -> Exam
     return found
 
 
-def _stored_pages(source: str) -> Iterator[tuple[str, bytes]]:
-    """(URL, body) of the pages of a crawl database or a WARC file."""
-    from focused.crawldb import CrawlDBError, iter_pages
-    from focused.replay.files import StoreError
-    from focused.replay.warc import iter_warc
-
-    path = Path(source)
-    if not path.is_file():
-        raise InputError(f"{source}: no such file (expected a crawl database .sqlite or a WARC .warc[.gz])")
-    try:
-        if path.name.endswith((".warc", ".warc.gz")):
-            for resp in iter_warc(path):
-                if resp.status == 200:
-                    yield resp.url, resp.body
-        else:
-            for page in iter_pages(path, with_html=True):
-                if page.html_blob:
-                    yield page.url, page.html.encode("utf-8")
-    except (CrawlDBError, StoreError) as exc:
-        raise InputError(f"{source}: {exc}") from exc
-
-
 def lookup_pages(urls: list[str], sources: list[str]) -> dict[str, bytes]:
     """The stored page of each URL found (``dir``, ``dir/`` and ``dir/index.html`` alike)."""
+    from focused.core.examples import stored_pages
     from focused.learning.apprentice.data import fetch_key
 
     wanted: dict[str, list[str]] = {}
@@ -220,7 +179,7 @@ def lookup_pages(urls: list[str], sources: list[str]) -> dict[str, bytes]:
             raise InputError(f"positive URL {url!r} is not a valid absolute URL") from exc
     found: dict[str, bytes] = {}
     for source in sources:
-        for url, body in _stored_pages(source):
+        for url, body in stored_pages(Path(source)):
             try:
                 key = fetch_key(url)
             except ValueError:

@@ -24,7 +24,7 @@ import re
 import socket
 import urllib.error
 import urllib.request
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -41,6 +41,7 @@ __all__ = [
     "prepare_crawl",
     "read_background",
     "read_examples",
+    "stored_pages",
     "topic_name",
 ]
 
@@ -53,6 +54,7 @@ FETCH_TIMEOUT = 20.0
 MAX_BYTES = 5_000_000
 _URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
+_NOT_A_BACKGROUND = f"not {' or '.join(BACKGROUNDS)}, and no such folder, crawl database or WARC file"
 
 
 @dataclass
@@ -254,10 +256,36 @@ def _background_texts(source: str) -> Iterator[tuple[str, str]]:
             yield article_url(name), f"{article.title}\n{article.text}"
         return
     path = Path(source).expanduser()
+    if path.is_file():
+        for url, body in stored_pages(path):
+            yield url, html_to_text(body)
+        return
     if not path.is_dir():
-        raise ConfigError(f"background {source!r}: not {' or '.join(BACKGROUNDS)}, and no such folder")
+        raise ConfigError(f"background {source!r}: {_NOT_A_BACKGROUND}")
     for file in _folder_files(path):
         yield str(file), html_to_text(file.read_bytes())
+
+
+def stored_pages(path: Path) -> Iterator[tuple[str, bytes]]:
+    """(URL, body) of the pages a crawl database (``.sqlite``) or a WARC file (``.warc[.gz]``) holds; ConfigError
+    (one line) when it is neither or is damaged."""
+    from focused.crawldb import CrawlDBError, iter_pages
+    from focused.replay.files import StoreError
+    from focused.replay.warc import iter_warc
+
+    if not path.is_file():
+        raise ConfigError(f"{path}: no such file (expected a crawl database .sqlite or a WARC .warc[.gz])")
+    try:
+        if path.name.endswith((".warc", ".warc.gz")):
+            for resp in iter_warc(path):
+                if resp.status == 200:
+                    yield resp.url, resp.body
+        else:
+            for page in iter_pages(path, with_html=True):
+                if page.html_blob:
+                    yield page.url, page.html.encode("utf-8")
+    except (CrawlDBError, StoreError) as exc:
+        raise ConfigError(f"{path}: {exc}") from exc
 
 
 def read_background(
@@ -269,9 +297,11 @@ def read_background(
     exclude_urls: Sequence[str] = (),
     extra: Iterator[tuple[str, str]] | None = None,
 ) -> list[str]:
-    """Up to ``limit`` background texts sampled uniformly (reservoir) over all sources, positives left out.
-
-    ``extra`` yields more (URL, text) pairs (``focused train-topic`` reads WARC files and crawl databases).
+    """Background texts, positives left out: up to ``limit`` sampled uniformly (reservoir) over the shipped
+    corpora (:data:`BACKGROUNDS`) and ``extra`` (more (URL, text) pairs), and up to ``limit`` more over the
+    other sources: folders of pages, crawl databases, WARC files. Those are the user's pages of the kind the
+    crawl will meet (docs/topic.md, "Examples unlike the background"), so they weigh as much as the corpora
+    however few they are.
     """
     from itertools import chain
 
@@ -282,18 +312,34 @@ def read_background(
     for url in exclude_urls:
         with contextlib.suppress(ValueError):
             skip_keys.add(fetch_key(url))
-    rng = random.Random(seed)
+
+    def kept(pages: Iterable[tuple[str, str]]) -> Iterator[str]:
+        for where, text in pages:
+            if not text.split() or text in exclude:
+                continue
+            try:
+                if fetch_key(where) in skip_keys:
+                    continue
+            except ValueError:
+                pass
+            yield text
+
+    rng = random.Random(seed)  # one generator for both samples: the corpora's alone are what they always were
+    corpora = [s for s in sources if s in BACKGROUNDS]
+    own = [s for s in sources if s not in BACKGROUNDS]
+    sample = []
+    if corpora or extra is not None:
+        sample = _reservoir(kept(chain(*(_background_texts(s) for s in corpora), extra or ())), limit, rng, corpora)
+    if own:
+        sample += _reservoir(kept(chain(*(_background_texts(s) for s in own))), limit, rng, own)
+    return sample
+
+
+def _reservoir(texts: Iterator[str], limit: int, rng: random.Random, sources: Sequence[str]) -> list[str]:
+    """Up to ``limit`` of ``texts`` (from ``sources``), uniformly (reservoir sampling)."""
     sample: list[str] = []
     seen = 0
-    pages = chain(*(_background_texts(s) for s in sources), extra or ())
-    for where, text in pages:
-        if not text.split() or text in exclude:
-            continue
-        try:
-            if fetch_key(where) in skip_keys:
-                continue
-        except ValueError:
-            pass
+    for text in texts:
         seen += 1
         if len(sample) < limit:
             sample.append(text)
@@ -301,15 +347,26 @@ def read_background(
             j = rng.randrange(seen)
             if j < limit:
                 sample[j] = text
-    logger.info("background: %d of %d pages", len(sample), seen)
+    logger.info("background (%s): %d of %d pages", ", ".join(sources) or "given pages", len(sample), seen)
     return sample
 
 
 def check_background(sources: Sequence[str]) -> None:
-    """ConfigError for a background source that is neither a shipped corpus nor a folder."""
+    """ConfigError for a background source that is neither a shipped corpus nor a folder nor a file."""
     for source in sources:
-        if source not in BACKGROUNDS and not Path(source).expanduser().is_dir():
-            raise ConfigError(f"background {source!r}: not {' or '.join(BACKGROUNDS)}, and no such folder")
+        if source not in BACKGROUNDS and not Path(source).expanduser().exists():
+            raise ConfigError(f"background {source!r}: {_NOT_A_BACKGROUND}")
+
+
+def background_key(sources: Sequence[str]) -> str:
+    """The background's part of a cached critic's name: the sources, and each file's size and time of change
+    (a crawl database that grew since gives another critic)."""
+    parts = []
+    for source in sources:
+        path = Path(source).expanduser()
+        stat = path.stat() if source not in BACKGROUNDS and path.is_file() else None
+        parts.append(f"{source}:{stat.st_size}:{stat.st_mtime_ns}" if stat else source)
+    return ",".join(parts)
 
 
 # ---------------------------------------------------------------------- one call for a crawl
@@ -382,7 +439,7 @@ def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
         raise ConfigError(str(exc)) from exc
     examples = read_examples([spec], policy=policy)
     key = hashlib.sha256(
-        "\n".join([RECIPE, examples.digest(), name, ",".join(background), str(limit), str(seed)]).encode()
+        "\n".join([RECIPE, examples.digest(), name, background_key(background), str(limit), str(seed)]).encode()
     ).hexdigest()[:16]
     path = project_path(setting(settings, "FOCUSED_EXAMPLES_CACHE")) / f"{name}-{key}.npz"
     if path.is_file():

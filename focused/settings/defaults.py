@@ -269,10 +269,11 @@ FOCUSED_EXAMPLES = ""
 #: Where critics trained from examples are kept, named by a hash of the examples' content: a resumed crawl or a
 #: second worker on the same machine reuses the file instead of training again.
 FOCUSED_EXAMPLES_CACHE = "crawls/examples"
-#: The unlabelled background of a critic from examples: ``webkb``, ``wiki`` (the corpora folder,
-#: ``$FOCUSED_CORPORA``) or folders of pages, comma-separated.
+#: The unlabelled background of a critic from examples, comma-separated: ``webkb``, ``wiki`` (the corpora folder,
+#: ``$FOCUSED_CORPORA``), folders of pages, crawl databases or WARC files (pages of the kind the crawl will meet).
 FOCUSED_EXAMPLES_BACKGROUND = "webkb,wiki"
-#: The most background pages sampled for a critic from examples (uniformly over the sources).
+#: The most background pages sampled for a critic from examples from the shipped corpora, and as many again from
+#: the other sources (folders, crawl databases, WARC files).
 FOCUSED_EXAMPLES_MAX_BACKGROUND = 3000
 #: Fix glibc's mmap threshold in the crawl process and its page-analysis worker (focused.malloc): large blocks are
 #: mapped on their own and returned to the kernel when freed, instead of leaving holes in the heaps as glibc's
