@@ -16,7 +16,17 @@ from pathlib import Path
 import pytest
 
 from focused.bench.runner import PROJECT_ROOT, CrawlSpec, run_crawl
-from focused.extensions.summary import MANY_CLASSES, RelevantRule, resume_command, seconds_text
+from focused.extensions.summary import (
+    FORM_HINT_PAGES,
+    MANY_CLASSES,
+    CrawlSummary,
+    Figures,
+    RelevantRule,
+    Tally,
+    from_examples_on_corpora,
+    resume_command,
+    seconds_text,
+)
 from focused.learning.critic.naive_bayes import Critic
 from focused.replay.labels import write_labels
 from tests.local_server import HTML, LocalServer
@@ -205,6 +215,33 @@ def test_relevant_rule_by_critic_and_settings():
     rule = RelevantRule.of(105, topic, 0.5)
     assert rule.relevant(0.3, "Science.Astronomy") and not rule.relevant(0.6, "Science.Physics")
     assert RelevantRule.of(7, ("course",), 0.5).relevant(0.6, "student")
+
+
+@pytest.mark.parametrize(
+    ("sources", "pages", "relevant", "hint"),
+    [
+        (["webkb", "wiki"], FORM_HINT_PAGES, FORM_HINT_PAGES, True),  # every page: the kind of page, likely
+        (["webkb", "wiki"], 100, 89, False),  # most, not nearly all
+        (["webkb", "wiki"], FORM_HINT_PAGES - 1, FORM_HINT_PAGES - 1, False),  # too few pages to tell
+        (["webkb", "wiki", "crawls/site.sqlite"], 100, 100, False),  # the site's pages are in its background
+        (None, 100, 100, False),  # a taxonomy critic
+    ],
+)
+def test_the_summary_hints_at_examples_unlike_the_background(sources, pages, relevant, hint):
+    """A critic from examples against the shipped corpora alone that judges (nearly) every page relevant gets one
+    more line: its examples may be of a kind the corpora lack (forum posts), docs/topic.md."""
+    from scrapy import Spider
+    from scrapy.utils.test import get_crawler
+
+    class Critic:
+        metadata = {} if sources is None else {"topic_from_examples": {"background_sources": sources}}
+
+    crawler = get_crawler(Spider, {"FOCUSED_DB": ""})
+    summary = CrawlSummary(
+        crawler, RelevantRule.of(2, ("t",), 0.5), None, corpora_only=from_examples_on_corpora(Critic())
+    )
+    lines = summary.compose("finished", Figures(Tally(pages=pages, relevance_sum=0.9 * pages, relevant=relevant)))
+    assert any("Examples unlike the background" in line for line in lines) == hint, lines
 
 
 def test_resume_command_and_times():

@@ -37,6 +37,7 @@ from scrapy.utils.job import job_dir
 from twisted.internet.threads import deferToThread
 
 from focused import signals
+from focused.core.examples import BACKGROUNDS
 from focused.core.runtime import CrawlRuntime
 from focused.crawldb import CrawlDBError, open_readonly
 from focused.paths import project_path
@@ -59,6 +60,12 @@ logger = logging.getLogger(__name__)
 #: Wikipedia critic gives a page squarely on its topic 0.2-0.4): a page is relevant when the topic is its
 #: most probable class, unless FOCUSED_RELEVANCE_THRESHOLD is set explicitly.
 MANY_CLASSES = 10
+
+#: A critic from examples trained on the shipped corpora alone that judges this share of at least
+#: FORM_HINT_PAGES pages relevant gets a hint in the summary: examples unlike the corpora (forum posts, product
+#: pages) make a critic that judges the kind of page rather than its topic (docs/topic.md).
+FORM_HINT_SHARE = 0.9
+FORM_HINT_PAGES = 50
 
 #: Why a crawl stopped, in words (Scrapy's and focused's finish reasons; others are shown as they are).
 REASONS = {
@@ -195,6 +202,13 @@ def shown(path: str | Path) -> str:
         return str(path)
 
 
+def from_examples_on_corpora(critic: object) -> bool:
+    """Whether ``critic`` is a critic from examples trained against the shipped corpora alone (its model file
+    says what its background was)."""
+    info = getattr(critic, "metadata", {}).get("topic_from_examples")
+    return isinstance(info, dict) and set(info.get("background_sources", ())) <= set(BACKGROUNDS)
+
+
 def seconds_text(seconds: float) -> str:
     if seconds < 90:
         return f"{seconds:.1f} s"
@@ -208,10 +222,12 @@ def seconds_text(seconds: float) -> str:
 class CrawlSummary:
     """Count the labelled pages, read the crawl database at the close, and end the crawl with the summary."""
 
-    def __init__(self, crawler: Crawler, rule: RelevantRule, topic: Topic) -> None:
+    def __init__(self, crawler: Crawler, rule: RelevantRule, topic: Topic, *, corpora_only: bool = False) -> None:
         self.crawler = crawler
         self.rule = rule
         self.topic = topic
+        #: the critic is from examples, against the shipped corpora alone
+        self.corpora_only = corpora_only
         self.labels = setting(crawler.settings, "FOCUSED_LABELS") or ""
         self.run = Tally()  #: the pages labelled by this process
         self.lines: list[str] = []
@@ -225,7 +241,7 @@ class CrawlSummary:
             len(getattr(runtime.critic, "classes", ())), runtime.topic.classes, runtime.threshold,
             threshold_given=given, predicate=runtime.relevance.predicate is not None,
         )  # fmt: skip
-        ext = cls(crawler, rule, runtime.topic)
+        ext = cls(crawler, rule, runtime.topic, corpora_only=from_examples_on_corpora(runtime.critic))
         crawler.signals.connect(ext.page_labelled, signal=signals.page_labelled)
         crawler.signals.connect(ext.spider_closed, signal=scrapy_signals.spider_closed)
         crawler.signals.connect(ext.engine_stopped, signal=scrapy_signals.engine_stopped)
@@ -297,6 +313,11 @@ class CrawlSummary:
             if self.rule.kind == "top-class":
                 relevant += f"; {tally.over_threshold} have Pr(topic|page) >= {self.rule.threshold:g}"
             lines.append(f"  {'relevant pages:':<16} {relevant})")
+            if self.corpora_only and tally.pages >= FORM_HINT_PAGES and tally.relevant >= FORM_HINT_SHARE * tally.pages:
+                lines.append(
+                    f"  {'':<16} (more than the site holds? A critic from examples judges the kind of page too: give "
+                    'it pages of the site as background, docs/topic.md, "Examples unlike the background")'
+                )
         if figures.true_relevant is not None:
             share = figures.true_relevant / tally.pages
             lines.append(
