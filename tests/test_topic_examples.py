@@ -342,6 +342,11 @@ def test_a_crawl_from_a_folder_of_examples_judges_the_site(tmp_path, background)
         ("DIR", [], "add -a seeds=URL"),
         ("DIR", ["-a", "model=models/webkb-pagetype.npz"], "leave out -a model="),
         ("DIR", ["-a", "seeds=http://a.test/", "-s", "FOCUSED_EXAMPLES_BACKGROUND=nowhere"], "background 'nowhere'"),
+        (
+            "DIR",
+            ["-a", "seeds=http://a.test/", "-s", "FOCUSED_EXAMPLES_BACKGROUND=README.md"],
+            "README.md is not an SQLite crawl database",
+        ),
     ],
 )
 def test_a_crawl_with_bad_examples_stops_with_one_line(tmp_path, examples, extra, message):

@@ -285,7 +285,7 @@ def stored_pages(path: Path) -> Iterator[tuple[str, bytes]]:
                 if page.html_blob:
                     yield page.url, page.html.encode("utf-8")
     except (CrawlDBError, StoreError) as exc:
-        raise ConfigError(f"{path}: {exc}") from exc
+        raise ConfigError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from exc
 
 
 def read_background(
