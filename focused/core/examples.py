@@ -396,7 +396,6 @@ def train_topic(
     *,
     negatives: Sequence[bytes] = (),
     keywords: Sequence[str] = (),
-    extra_background: Iterator[tuple[str, str]] | None = None,
 ) -> TopicCritic:
     """Train the critic of topic ``name`` from ``examples`` against ``background`` (one-line ConfigError)."""
     from focused.page.text import html_to_text
@@ -405,9 +404,7 @@ def train_topic(
     if len(texts) < MIN_POSITIVES:
         raise ConfigError(f"need at least {MIN_POSITIVES} example pages with text, got {len(texts)}")
     negative_texts = [t for t in (html_to_text(b) for b in negatives) if t.split()]
-    pages = read_background(
-        background, max_background, seed, exclude=set(texts), exclude_urls=examples.urls, extra=extra_background
-    )
+    pages = read_background(background, max_background, seed, exclude=set(texts), exclude_urls=examples.urls)
     if len(pages) < 2:
         raise ConfigError(f"need at least 2 background pages, got {len(pages)} from {', '.join(background)}")
     meta = {"topic_from_examples": {"background_sources": list(background), "examples_digest": examples.digest()}}
