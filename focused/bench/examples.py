@@ -124,9 +124,11 @@ def _train(name: str, positives: list[str], texts: dict[str, str], background: l
     from focused.learning.critic.examples import train_examples_critic
 
     meta = {"bench": "examples", "examples": positives}
-    return train_examples_critic(
+    trained = train_examples_critic(
         [texts[u] for u in positives], background, name=name, examples=positives, seed=seed, metadata=meta
-    ).critic
+    )
+    logger.info("examples critic %r from %d examples: %s", name, len(positives), "; ".join(trained.report.lines()))
+    return trained.critic
 
 
 def examples_track(

@@ -193,7 +193,8 @@ def train_examples_critic(
     soft = np.zeros(len(texts))
     soft[is_bg] = 1.0 / (1.0 + np.exp(-(held[is_bg] - cut)))
     critic = _naive_bayes(X, labelled, name, seed, meta, list(examples)[:20], head, soft=soft)
-    logger.info("topic %r from %d examples: %s", name, n_pos, "; ".join(report.lines()))
+    # DEBUG: its callers report it (train-topic prints it, a crawl and the bench log it)
+    logger.debug("topic %r from %d examples: %s", name, n_pos, "; ".join(report.lines()))
     return TopicCritic(critic, report, name)
 
 
