@@ -115,6 +115,34 @@ def test_a_bad_argument_fails_the_job_in_one_line(scrapyd):
     )
 
 
+def test_a_job_trains_its_critic_from_examples_once(scrapyd):
+    """``-d examples=FOLDER`` in a Scrapyd job: the critic is trained in the first job, kept under the jobs' working
+    directory, and the next job with the same examples reads it; the background is a folder here (the default one
+    needs the corpora where Scrapyd runs: ``FOCUSED_CORPORA``)."""
+    server = scrapyd["server"]
+    background = scrapyd["tmp"] / "examples-background"
+    background.mkdir()
+    for i, text in enumerate(["markets and prices", "courts and judges", "parties and votes", "rivers and hills"]):
+        (background / f"{i}.html").write_text(f"<html><body><p>{text} {text} page {i}</p></body></html>")
+    fields = [
+        ("examples", str(Path(__file__).parent / "data" / "topic" / "astronomy")),
+        ("topic", "sky"),
+        ("max_pages", "3"),
+        ("setting", f"FOCUSED_EXAMPLES_BACKGROUND={background}"),
+    ]
+    first = schedule(scrapyd, *fields)
+    server.wait_finished(PROJECT, {first})
+    log = job_files(scrapyd, first)["log"].read_text()
+    # the training report, logged before Scrapy logs anything, is in the job's log too (all a Scrapyd user sees)
+    assert "trained a critic from 14 examples" in log and "held out (5-fold)" in log, log[:3000]
+    assert "Crawl summary: focused_max_pages" in log
+    assert len(list((server.root / "crawls" / "examples").glob("sky-*.npz"))) == 1
+    second = schedule(scrapyd, *fields)
+    server.wait_finished(PROJECT, {second})
+    log = job_files(scrapyd, second)["log"].read_text()
+    assert "the critic trained from these examples before" in log and "trained a critic from" not in log, log[-3000:]
+
+
 def wait_for_log(path: Path, text: str, timeout: float = 60.0) -> str:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:

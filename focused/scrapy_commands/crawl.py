@@ -94,7 +94,7 @@ class Command(ScrapyCrawlCommand):
         for arg, value in opts.spargs.items():
             if arg in ARGUMENT_SETTINGS:
                 settings.set(ARGUMENT_SETTINGS[arg], value, priority="cmdline")
-        handler = _log_to_stderr()
+        handler = _training_log(self.settings)
         try:
             path, topic, _ = prepare_crawl(settings)
         except ConfigError as exc:
@@ -103,6 +103,7 @@ class Command(ScrapyCrawlCommand):
             sys.exit(1)
         finally:
             logging.getLogger("focused.core.examples").removeHandler(handler)
+            handler.close()
         del opts.spargs["examples"]
         opts.spargs["model"], opts.spargs["topic"] = str(path), topic
 
@@ -155,9 +156,17 @@ def import_tls_early() -> None:
     import scrapy.core.downloader.contextfactory  # noqa: F401
 
 
-def _log_to_stderr() -> logging.Handler:
-    """Before Scrapy's own logging is set up: the examples' training logs its report (at INFO) to stderr."""
-    handler = logging.StreamHandler(sys.stderr)
+def _training_log(settings: Settings) -> logging.Handler:
+    """Before Scrapy's own logging is set up: where the examples' training logs its report (at INFO): the crawl's
+    ``LOG_FILE`` when it has one that Scrapy will append to (a Scrapyd job's log, which is all its user sees),
+    else stderr."""
+    log_file = settings.get("LOG_FILE")
+    handler: logging.Handler
+    if log_file and settings.getbool("LOG_FILE_APPEND", True):
+        Path(log_file).parent.mkdir(parents=True, exist_ok=True)
+        handler = logging.FileHandler(log_file, encoding=settings.get("LOG_ENCODING") or "utf-8")
+    else:
+        handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s"))
     examples_logger = logging.getLogger("focused.core.examples")
     examples_logger.addHandler(handler)
