@@ -365,6 +365,21 @@ def test_a_crawl_with_an_unreachable_example_url_stops_with_one_line(tmp_path, b
     assert "HTTP 404" in proc.stderr and "Traceback" not in proc.stderr
 
 
+def test_an_example_url_that_is_not_a_page_is_refused_in_one_line(tmp_path, background, capsys):
+    """A PDF (or image) among the example URLs: its bytes would be an example's words; the crawl skips such
+    responses, and so does the reader of examples, in one line."""
+    pages = {
+        "/a.html": (200, HTML, ASTRONOMY[0].read_bytes()),
+        "/paper.pdf": (200, [("Content-Type", "application/pdf")], b"%PDF-1.4 \x00\x01 stream"),
+    }
+    with LocalServer(pages) as web:
+        urls = f"{web.url}/a.html,{web.url}/paper.pdf"
+        base = ["train-topic", "--positive", urls, "--background", str(background), "--out", str(tmp_path / "x.npz")]
+        assert main([*base, "--allow-internal", web.allow]) == 1
+    err = capsys.readouterr().err
+    assert f"{web.url}/paper.pdf: application/pdf is not a page (HTML or plain text)" in err and err.count("\n") == 1
+
+
 # ---------------------------------------------------------------------- the default background
 
 

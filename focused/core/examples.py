@@ -33,6 +33,7 @@ from urllib.parse import urlsplit
 from focused.addresses import AddressPolicy, AllowListError, allow_entry, parse_ip
 from focused.errors import ConfigError
 from focused.learning.critic.examples import MIN_POSITIVES, RECIPE, TopicCritic, train_examples_critic
+from focused.page.text import is_page_type
 
 __all__ = [
     "BACKGROUNDS",
@@ -219,6 +220,9 @@ def fetch(url: str, policy: AddressPolicy) -> bytes:
     request = urllib.request.Request(url, headers={"User-Agent": "focused (examples)"})
     try:
         with opener.open(request, timeout=FETCH_TIMEOUT) as response:
+            content_type = response.headers.get("Content-Type", "")
+            if not is_page_type(content_type):  # as the crawl skips it: a PDF's bytes are no example's words
+                raise ConfigError(f"example URL {url}: {content_type} is not a page (HTML or plain text)")
             return bytes(response.read(MAX_BYTES))
     except urllib.error.HTTPError as exc:
         raise ConfigError(f"example URL {url}: HTTP {exc.code}") from None

@@ -24,7 +24,25 @@ from email.message import Message
 
 from focused.page.parse import parse_page
 
-__all__ = ["content_type_charset", "find_words", "html_to_text", "tokenize", "words_of_many"]
+__all__ = [
+    "PAGE_TYPES",
+    "content_type_charset",
+    "find_words",
+    "html_to_text",
+    "is_page_type",
+    "tokenize",
+    "words_of_many",
+]
+
+#: The content types read as pages (prefixes of the lower-cased ``Content-Type``): HTML, XHTML and plain text.
+PAGE_TYPES = ("text/html", "application/xhtml", "text/plain")
+
+
+def is_page_type(content_type: str) -> bool:
+    """Whether a response of this ``Content-Type`` is a page to read (an empty one may be: the body decides)."""
+    content_type = content_type.strip().lower()
+    return not content_type or content_type.startswith(PAGE_TYPES)
+
 
 _META_CHARSET = re.compile(rb"""<meta[^>]+charset\s*=\s*["']?\s*([A-Za-z0-9._:-]+)""", re.IGNORECASE)
 _WORD = re.compile(r"[^\W_]+")

@@ -36,6 +36,7 @@ from focused.frontier.settings import uses_redis
 from focused.items import PageItem
 from focused.page.parse import parse_page
 from focused.page.parsed import PageTooSlow, ParsedPage
+from focused.page.text import is_page_type
 from focused.priority import SEED_PRIORITY
 from focused.settings.access import setting
 from focused.settings.profiles import apply_profile
@@ -51,7 +52,6 @@ if TYPE_CHECKING:
     from scrapy.settings import BaseSettings
     from twisted.python.failure import Failure
 
-_PAGE_TYPES = ("text/html", "application/xhtml", "text/plain")
 #: Pages longer than this (characters) are parsed in a worker thread: a 5 MB page takes seconds.
 THREAD_PAGE_CHARS = 200_000
 PARENT_META_KEY = "focused_parent"
@@ -140,7 +140,7 @@ class FocusedSpider(scrapy.Spider):
 
     async def parse(self, response: Response) -> AsyncIterator[PageItem | scrapy.Request]:
         content_type = (response.headers.get(b"Content-Type") or b"").decode("latin-1").lower()
-        if not isinstance(response, TextResponse) or (content_type and not content_type.startswith(_PAGE_TYPES)):
+        if not isinstance(response, TextResponse) or not is_page_type(content_type):
             self.crawler.stats.inc_value("focused/skipped/non_html")
             if SEED_META_KEY in response.meta:
                 self.seed_report.not_a_page(response.meta[SEED_META_KEY], content_type)
