@@ -380,6 +380,17 @@ def test_an_example_url_that_is_not_a_page_is_refused_in_one_line(tmp_path, back
     assert f"{web.url}/paper.pdf: application/pdf is not a page (HTML or plain text)" in err and err.count("\n") == 1
 
 
+def test_an_example_url_given_twice_is_one_example():
+    from focused.addresses import AddressPolicy
+    from focused.core.examples import read_examples
+
+    with LocalServer({"/a.html": (200, HTML, ASTRONOMY[0].read_bytes())}) as web:
+        url = f"{web.url}/a.html"
+        examples = read_examples([f"{url},{url}"], policy=AddressPolicy.from_setting(web.allow))
+        assert web.hits == ["/a.html"]
+    assert len(examples.bodies) == 1 and examples.urls == [url]
+
+
 # ---------------------------------------------------------------------- the default background
 
 

@@ -153,7 +153,7 @@ def read_examples(specs: Sequence[str], *, policy: AddressPolicy | None = None, 
                 bodies.append((path.parent / line).read_bytes())
     policy = policy or AddressPolicy()
     if fetch_urls:
-        bodies.extend(fetch(url, policy) for url in urls)
+        bodies.extend(fetch(url, policy) for url in dict.fromkeys(urls))  # a URL given twice is one example
     return Examples(bodies, list(dict.fromkeys(urls)))
 
 
