@@ -7,27 +7,42 @@ few newsgroups, k posts of its training split are the examples of a critic from 
 backgrounds: the default one; the default one and a folder of 1,000 other training posts (random, as a
 breadth-first crawl of a forum would fetch them); the default one and 1,000 posts of which 300 are the topic's (as
 a focused first crawl would fetch them). Each critic judges 60 test posts of each of the 20 groups. Prints one
-Markdown row per newsgroup and k: on-topic accepted / off-topic accepted / average precision. A study, never
-asserted (docs/topic.md, "Examples unlike the background")::
+Markdown row per newsgroup and k: on-topic accepted / off-topic accepted / average precision.
 
-    FOCUSED_CORPORA=../shared/corpora python -m focused.bench.studies.genre
+``--crawls``: the same in crawls. A forum of 1,000 test posts (50 of each group; a post links to 3 posts of its
+group, 3 of any group and its group's index; the root lists the 20 indexes) is served by the replay proxy; for each
+of three newsgroups, 20 training posts are the examples of ``scrapy crawl focused -a examples=`` from the root, with
+the default background, then again with a breadth-first crawl of 400 pages of the forum in the background (the
+recipe of docs/topic.md), with the default strategy and with ``baseline``. Prints the topic's posts among the first
+100 and 250 pages, and the pages the critic judged relevant. A study, never asserted (docs/topic.md, "Examples
+unlike the background")::
+
+    FOCUSED_CORPORA=../shared/corpora python -m focused.bench.studies.genre [--crawls]
 """
 
 from __future__ import annotations
 
+import html
+import os
 import random
+import sqlite3
+import subprocess
+import sys
 import tempfile
 from collections import defaultdict
 from pathlib import Path
 
 import numpy as np
 
+from focused.bench.runner import PROJECT_ROOT
 from focused.core.examples import read_background
 from focused.corpora import corpora_dir
 from focused.corpora.dirtree import iter_dirtree
 from focused.learning.critic.examples import train_examples_critic
 from focused.learning.critic.naive_bayes import Critic
 from focused.page.text import html_to_text
+from focused.replay.server import ReplayServer
+from focused.replay.store import ReplayStore, StoredResponse
 
 GROUPS = ("sci.space", "rec.autos", "comp.graphics", "talk.politics.guns", "sci.med")
 TEST_PER_GROUP = 60
@@ -88,5 +103,75 @@ def main(ks: tuple[int, ...] = (20, 5)) -> None:
                 print(f"| {group} | {k} | " + " | ".join(row) + " |", flush=True)
 
 
+CRAWL_GROUPS = ("sci.space", "rec.autos", "talk.politics.guns")
+FORUM = "http://forum.test"
+POSTS_PER_GROUP = 50
+
+
+def _forum(posts: dict[str, list[str]]) -> tuple[ReplayStore, dict[str, str]]:
+    """The forum web of ``posts`` (test posts by group) and each post's group by URL."""
+    rng = random.Random(0)
+    groups = sorted(posts)
+    chosen = {g: rng.sample(posts[g], POSTS_PER_GROUP) for g in groups}
+    every = [(g, i) for g in groups for i in range(POSTS_PER_GROUP)]
+    store, group_of = ReplayStore(), {}
+
+    def add(url: str, title: str, body: str, links: list[tuple[str, str]]) -> None:
+        items = "".join(f'<li><a href="{u}">{html.escape(t)}</a></li>' for u, t in links)
+        page = (
+            f"<html><head><title>{html.escape(title)}</title></head><body><p><a href='{FORUM}/'>Forum</a></p>"
+            f"<h1>{html.escape(title)}</h1>{body}<ul>{items}</ul></body></html>"
+        )
+        store.add(StoredResponse(url, 200, [("Content-Type", "text/html; charset=utf-8")], page.encode()))
+
+    def post(g: str, i: int) -> str:
+        return f"{FORUM}/{g}/{i}.html"
+
+    add(f"{FORUM}/", "Forum", "<p>All groups</p>", [(f"{FORUM}/{g}/", g) for g in groups])
+    for g in groups:
+        add(f"{FORUM}/{g}/", g, "<p>Threads</p>", [(post(g, i), f"post {i}") for i in range(POSTS_PER_GROUP)])
+        for i, text in enumerate(chosen[g]):
+            links = [(post(g, j), f"related {j}") for j in rng.sample(range(POSTS_PER_GROUP), 3)]
+            links += [(post(h, j), f"see also {j}") for h, j in rng.sample(every, 3)]
+            add(post(g, i), f"{g} post {i}", f"<pre>{html.escape(text)}</pre>", [*links, (f"{FORUM}/{g}/", "back")])
+            group_of[post(g, i)] = g
+    return store, group_of
+
+
+def crawls() -> None:
+    train, test = _posts("20news-bydate-train"), _posts("20news-bydate-test")
+    store, group_of = _forum(test)
+    print("| newsgroup | strategy | background | its posts in 100 / 250 pages | judged relevant of 250 |")
+    print("|---|---|---|---|---|")
+    with tempfile.TemporaryDirectory() as tmp, ReplayServer(store) as server:
+        root = Path(tmp)
+        for group in CRAWL_GROUPS:
+            examples = _folder(root, f"examples-{group}", random.Random(1).sample(train[group], 20))
+
+            def crawl(name: str, *args: str, examples: str = examples) -> Path:
+                db = root / f"{name}.sqlite"
+                command = [sys.executable, "-m", "scrapy", "crawl", "focused", "-a", f"examples={examples}"]
+                command += ["-a", f"seeds={FORUM}/", "-a", f"db={db}", "-s", "AUTOTHROTTLE_ENABLED=False"]
+                command += ["-s", "DOWNLOAD_DELAY=0", "-s", f"FOCUSED_EXAMPLES_CACHE={root / 'cache'}", *args]
+                env = dict(os.environ, http_proxy=server.proxy_url)
+                subprocess.run(command, cwd=PROJECT_ROOT, env=env, capture_output=True, check=True)
+                return db
+
+            survey = crawl(f"bfs-{group}", "-a", "max_pages=400", "-a", "strategy=bfs")
+            for strategy in ("apprentice", "baseline"):
+                for background in ("webkb,wiki", f"webkb,wiki,{survey}"):
+                    db = crawl(
+                        f"{group}-{strategy}-{len(background)}", "-a", "max_pages=250", "-a", f"strategy={strategy}",
+                        "-s", f"FOCUSED_EXAMPLES_BACKGROUND={background}",
+                    )  # fmt: skip
+                    conn = sqlite3.connect(db)
+                    rows = conn.execute("SELECT url, relevance FROM pages ORDER BY fetch_order").fetchall()
+                    conn.close()
+                    hits = [group_of.get(url) == group for url, _ in rows]
+                    judged = sum(relevance >= 0.5 for _, relevance in rows)
+                    shown = "default" if background == "webkb,wiki" else "+ the breadth-first crawl"
+                    print(f"| {group} | {strategy} | {shown} | {sum(hits[:100])} / {sum(hits[:250])} | {judged} |")
+
+
 if __name__ == "__main__":
-    main()
+    crawls() if "--crawls" in sys.argv[1:] else main()
