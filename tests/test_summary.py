@@ -221,7 +221,7 @@ def test_relevant_rule_by_critic_and_settings():
     ("sources", "pages", "relevant", "hint"),
     [
         (["webkb", "wiki"], FORM_HINT_PAGES, FORM_HINT_PAGES, True),  # every page: the kind of page, likely
-        (["webkb", "wiki"], FORM_HINT_PAGES, FORM_HINT_PAGES * 4 // 5, False),  # most, not nearly all
+        (["webkb", "wiki"], FORM_HINT_PAGES, FORM_HINT_PAGES * 7 // 10, False),  # most, not nearly all
         (["webkb", "wiki"], FORM_HINT_PAGES - 1, FORM_HINT_PAGES - 1, False),  # too few pages to tell
         (["webkb", "wiki", "crawls/site.sqlite"], 100, 100, False),  # the site's pages are in its background
         (None, 100, 100, False),  # a taxonomy critic

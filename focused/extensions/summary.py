@@ -65,7 +65,7 @@ MANY_CLASSES = 10
 #: FORM_HINT_PAGES pages relevant gets a hint in the summary: examples unlike the corpora (forum posts, product
 #: pages) make a critic that judges the kind of page rather than its topic; the bench's crawls from examples stay
 #: below it (docs/topic.md, "Examples unlike the background").
-FORM_HINT_SHARE = 0.85
+FORM_HINT_SHARE = 0.75
 FORM_HINT_PAGES = 200
 
 #: Why a crawl stopped, in words (Scrapy's and focused's finish reasons; others are shown as they are).
