@@ -228,17 +228,17 @@ def test_relevant_rule_by_critic_and_settings():
     ],
 )
 def test_the_summary_hints_at_examples_unlike_the_background(sources, pages, relevant, hint):
-    """A critic from examples against the shipped corpora alone that judges (nearly) every page relevant gets one
-    more line: its examples may be of a kind the corpora lack (forum posts), docs/topic.md."""
+    """A critic from examples against the shipped corpora alone that judges three quarters of the pages or more
+    relevant gets one more line: its examples may be of a kind the corpora lack (forum posts), docs/topic.md."""
     from scrapy import Spider
     from scrapy.utils.test import get_crawler
 
-    class Critic:
+    class ExamplesCritic:  # what the summary reads of a critic: its model file's metadata
         metadata = {} if sources is None else {"topic_from_examples": {"background_sources": sources}}
 
     crawler = get_crawler(Spider, {"FOCUSED_DB": ""})
     summary = CrawlSummary(
-        crawler, RelevantRule.of(2, ("t",), 0.5), None, corpora_only=from_examples_on_corpora(Critic())
+        crawler, RelevantRule.of(2, ("t",), 0.5), None, corpora_only=from_examples_on_corpora(ExamplesCritic())
     )
     lines = summary.compose("finished", Figures(Tally(pages=pages, relevance_sum=0.9 * pages, relevant=relevant)))
     assert any("Examples unlike the background" in line for line in lines) == hint, lines

@@ -411,7 +411,7 @@ def test_astronomy_against_the_default_background_judges_its_pages_and_not_cooki
 
 def test_the_users_own_background_is_sampled_beside_the_corpora_not_among_them(tmp_path):
     """A folder (or crawl database, WARC file) of the user's pages gets a sample of its own, as large as the
-    corpora's: 20 pages are not lost among 11,000 corpus pages. The corpora's sample alone is as before."""
+    corpora's: 20 pages are not lost among 11,000 corpus pages; adding them leaves the corpora's sample as it was."""
     from focused.core.examples import read_background
 
     own = tmp_path / "own"
