@@ -109,7 +109,11 @@ class Background:
         self.own = [source for source in sources if source not in BACKGROUNDS]
         self.limit = limit
         self.pages = [page for source in sources if source in BACKGROUNDS for page in _background_texts(source)]
-        logger.info("examples track: %d background pages from %s", len(self.pages), ", ".join(sources))
+        corpora = [source for source in sources if source in BACKGROUNDS]
+        logger.info(
+            "examples track: %d background pages read from %s%s", len(self.pages), ", ".join(corpora) or "no corpus",
+            f" (and {', '.join(self.own)}, sampled for each critic)" if self.own else "",
+        )  # fmt: skip
 
     def sample(self, seed: int, *, exclude: set[str], exclude_urls: Iterable[str]) -> list[str]:
         """:func:`focused.core.examples.read_background` over these pages."""
