@@ -103,12 +103,12 @@ class Background:
     reader does (the user's own sources, folders, crawl databases and WARC files, read again each time)."""
 
     def __init__(self, sources: Sequence[str], limit: int) -> None:
-        from focused.core.examples import BACKGROUNDS, _background_texts
+        from focused.core.examples import BACKGROUNDS, background_texts
 
         self.sources = list(sources)
         self.own = [source for source in sources if source not in BACKGROUNDS]
         self.limit = limit
-        self.pages = [page for source in sources if source in BACKGROUNDS for page in _background_texts(source)]
+        self.pages = [page for source in sources if source in BACKGROUNDS for page in background_texts(source)]
         corpora = [source for source in sources if source in BACKGROUNDS]
         logger.info(
             "examples track: %d background pages read from %s%s", len(self.pages), ", ".join(corpora) or "no corpus",

@@ -38,6 +38,7 @@ from focused.page.text import is_page_type
 __all__ = [
     "BACKGROUNDS",
     "Examples",
+    "background_texts",
     "check_examples_spec",
     "prepare_crawl",
     "read_background",
@@ -234,7 +235,7 @@ def fetch(url: str, policy: AddressPolicy) -> bytes:
 # ---------------------------------------------------------------------- background
 
 
-def _background_texts(source: str) -> Iterator[tuple[str, str]]:
+def background_texts(source: str) -> Iterator[tuple[str, str]]:
     """(URL or file name, visible text) of every page of one background source (a corpus or a folder)."""
     from focused.corpora import corpora_dir
     from focused.corpora.webkb import ArchiveError, iter_webkb
@@ -333,9 +334,9 @@ def read_background(
     own = [s for s in sources if s not in BACKGROUNDS]
     sample = []
     if corpora or extra is not None:
-        sample = _reservoir(kept(chain(*(_background_texts(s) for s in corpora), extra or ())), limit, rng, corpora)
+        sample = _reservoir(kept(chain(*(background_texts(s) for s in corpora), extra or ())), limit, rng, corpora)
     if own:
-        sample += _reservoir(kept(chain(*(_background_texts(s) for s in own))), limit, rng, own)
+        sample += _reservoir(kept(chain(*(background_texts(s) for s in own))), limit, rng, own)
     return sample
 
 
