@@ -7,6 +7,7 @@ small folder of generated pages (the default background, WebKB and Wikipedia, is
 from __future__ import annotations
 
 import html
+import os
 import random
 from pathlib import Path
 
@@ -312,6 +313,24 @@ def test_a_crawl_from_examples_trains_once_and_judges_pages(tmp_path, background
     cooking = [p.relevance for p in pages if "/cooking/" in p.url]
     assert astronomy and cooking
     assert min(astronomy) >= THRESHOLD and max(cooking) < THRESHOLD
+
+
+def test_a_distributed_crawl_from_example_urls_starts_from_them(tmp_path, background, redis_server):
+    """With a shared Redis frontier and no -a seeds, the example URLs are still the seeds (a worker without seeds
+    used to wait for the Redis list, and the crawl ended at once with no page)."""
+    listing = tmp_path / "examples.txt"
+    with LocalServer(site_pages()) as web:
+        listing.write_text("".join(f"{web.url}/astronomy/{f.name}\n" for f in ASTRONOMY[:8]))
+        proc = scrapy_crawl(
+            "-a", f"examples={listing}", "-a", "topic=sky", "-a", "max_pages=12", "-a", "strategy=baseline",
+            "-s", f"REDIS_URL={redis_server.url}", "-s", f"FOCUSED_REDIS_PREFIX=examples{os.getpid()}",
+            "-s", f"FOCUSED_EXAMPLES_BACKGROUND={background}", "-s", f"FOCUSED_EXAMPLES_CACHE={tmp_path / 'cache'}",
+            "-s", f"FOCUSED_ALLOW_INTERNAL={web.allow}", "-s", f"FOCUSED_DB={tmp_path / 'w1.sqlite'}",
+            timeout=180,
+        )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    pages = list(iter_pages(tmp_path / "w1.sqlite"))
+    assert len(pages) == 12 and pages[0].url.startswith(f"{web.url}/astronomy/")
 
 
 def test_a_crawl_from_a_folder_of_examples_judges_the_site(tmp_path, background):

@@ -115,13 +115,18 @@ class FocusedSpider(scrapy.Spider):
         seeds = parse_seeds(setting(settings, "FOCUSED_SEEDS") or "")
         if setting(settings, "FOCUSED_SEEDS_FILE"):
             seeds += read_seeds_file(settings["FOCUSED_SEEDS_FILE"])
+        runtime = CrawlRuntime.of(self.crawler)
+        if not seeds and "topic_from_examples" in (getattr(runtime.critic, "metadata", None) or {}):
+            # -a examples=URLs: they are the seeds, on a shared frontier too (the seen-set makes a second worker's
+            # push of them a no-op); examples given as files have none
+            seeds = runtime.seeds()
         if not seeds and self.redis_seeds is not None:
             self.logger.info(
                 "No seeds given: this worker takes its seeds from Redis list %s (and the shared frontier)",
                 self.redis_seeds.key,
             )
         elif not seeds:
-            seeds = CrawlRuntime.of(self.crawler).seeds()
+            seeds = runtime.seeds()
             if not seeds:
                 raise ConfigError(
                     "no seeds: use -a seeds=URL[,URL...] or -a seeds_file=FILE "
