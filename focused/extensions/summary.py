@@ -304,7 +304,7 @@ class CrawlSummary:
         else:
             lines.append(f"  {'pages labelled:':<16} {tally.pages} in {seconds} (this run)")
         if not tally.pages:
-            lines.append(f"  {'':<16} (no page: the warnings above say why)")
+            lines.append(f"  {'':<16} (no page: the log above says why)")
         else:
             what = "the critic's mean Pr(topic|page)"
             if self.rule.kind == "predicate":
