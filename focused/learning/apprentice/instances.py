@@ -22,7 +22,14 @@ import numpy as np
 from focused.learning.apprentice.packed import pack_into, packed_buffer, take
 from focused.learning.apprentice.stats import add_counts, grown
 
-__all__ = ["InstanceBuffer", "SlotCounts"]
+__all__ = ["InstanceBuffer", "SlotCounts", "kept_past_bound"]
+
+
+def kept_past_bound(bound: int) -> int:
+    """How many of its entries a bounded store of the apprentice keeps once it passes ``bound`` (the learner's
+    instances, the links waiting for their targets): nine tenths of it, so that it drops a batch now and then
+    rather than one entry at every addition."""
+    return bound * 9 // 10
 
 
 class InstanceBuffer:

@@ -18,7 +18,7 @@ import numpy as np
 import scipy.sparse as sp
 
 from focused.learning.apprentice.features import N_FEATURES
-from focused.learning.apprentice.instances import InstanceBuffer, SlotCounts
+from focused.learning.apprentice.instances import InstanceBuffer, SlotCounts, kept_past_bound
 from focused.learning.apprentice.model import (
     FORMAT_VERSION,
     LEARNER_KIND,
@@ -209,7 +209,7 @@ class Apprentice:
             self._rel_max = max(self._rel_max, float(rel.max()))
             n = self._instances.n
             if self.max_instances and n > self.max_instances:
-                self._drop_oldest(n - max(1, self.min_instances, self.max_instances * 9 // 10))
+                self._drop_oldest(n - max(1, self.min_instances, kept_past_bound(self.max_instances)))
 
     def limit(self, max_instances: int) -> None:
         """Keep at most ``max_instances`` instances from the next :meth:`add` on (0: no bound)."""

@@ -35,6 +35,7 @@ from typing import Any
 import numpy as np
 
 from focused.learning.apprentice.explore import NoveltyBonus, shift_logits
+from focused.learning.apprentice.instances import kept_past_bound
 from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.linkbatch import LinkBatch
 from focused.learning.apprentice.linkids import parse_for_links
@@ -185,9 +186,10 @@ class OnlineApprentice(OnlineState):
                 self.siblings.observe_links_to_judged(to_judged, judged, self.prior)
 
     def _drop_pending(self) -> None:
-        """Forget the links to the targets met longest ago (the dict's order), down to nine tenths of
-        ``max_pending``: one pass over them, so a crawl at its bound pays for it once in a while."""
-        goal, n = self.max_pending * 9 // 10, self._n_pending
+        """Forget the links to the targets met longest ago (the dict's order), down to
+        :func:`~focused.learning.apprentice.instances.kept_past_bound` of ``max_pending``: one pass over them, so a
+        crawl at its bound pays for it once in a while."""
+        goal, n = kept_past_bound(self.max_pending), self._n_pending
         doomed = []
         for key, joined in self._pending.items():
             if n <= goal:
