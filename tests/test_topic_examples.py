@@ -366,6 +366,11 @@ def test_a_crawl_from_a_folder_of_examples_judges_the_site(tmp_path, background)
             ["-a", "seeds=http://a.test/", "-s", "FOCUSED_EXAMPLES_BACKGROUND=README.md"],
             "README.md is not an SQLite crawl database",
         ),
+        (
+            "DIR",
+            ["-a", "seeds=http://a.test/", "-s", "FOCUSED_EXAMPLES_CACHE=README.md/critics"],
+            "FOCUSED_EXAMPLES_CACHE=README.md/critics: cannot make the folder of the critics",
+        ),
     ],
 )
 def test_a_crawl_with_bad_examples_stops_with_one_line(tmp_path, examples, extra, message):

@@ -122,3 +122,13 @@ def test_a_crawl_runs_with_the_trained_topic_model(corpus, capsys):
         number = int(page.url.rsplit("/", 1)[1].split(".")[0])
         assert (page.relevance > 0.5) == (number % 2 == 0)
     assert result.stats["focused/relevant_pages"] > 20  # best-first on the trained topic: mostly sport
+
+
+def test_an_out_file_that_cannot_be_written_is_one_line_before_the_training(corpus, capsys):
+    blocker = corpus["tmp"] / "a-file"
+    blocker.write_text("not a folder")
+    args = ["train-topic", "--positive", str(corpus["pos"]), "--background", str(corpus["bg"])]
+    assert main([*args, "--out", str(blocker / "x.npz")]) == 1
+    printed = capsys.readouterr()
+    assert f"--out {blocker / 'x.npz'}: cannot make its folder" in printed.err and printed.err.count("\n") == 1
+    assert "held out" not in printed.out  # refused before the training, not after it

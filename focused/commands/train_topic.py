@@ -108,6 +108,10 @@ def _run(args: argparse.Namespace) -> int:
 
     out = Path(args.out)
     name = topic_name("", args.name or out.name.split(".")[0])
+    try:  # before the training
+        out.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise InputError(f"--out {out}: cannot make its folder ({exc.strerror or exc})") from None
     try:
         policy = AddressPolicy.from_setting(args.allow_internal)
     except AllowListError as exc:
@@ -125,7 +129,10 @@ def _run(args: argparse.Namespace) -> int:
     )
     for line in trained.report.lines():
         print(line)
-    trained.critic.save(out)
+    try:
+        trained.critic.save(out)
+    except OSError as exc:
+        raise InputError(f"--out {out}: cannot write it ({exc.strerror or exc})") from None
     print(
         f"topic {name!r}: {trained.report.positives} example pages, {trained.report.background} background pages "
         f"({', '.join(map(str, backgrounds))}) in {time.perf_counter() - start:.1f} s"

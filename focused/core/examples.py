@@ -452,9 +452,16 @@ def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
         else:
             logger.info("Topic %r: the critic trained from these examples before (%s)", name, path)
             return path, name, False
+    cache = f"FOCUSED_EXAMPLES_CACHE={setting(settings, 'FOCUSED_EXAMPLES_CACHE')}"
+    try:  # before the training: a folder the critic cannot go to is one line now, not a traceback in a minute
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ConfigError(f"{cache}: cannot make the folder of the critics ({exc.strerror or exc})") from None
     trained = train_topic(examples, name, background, limit, seed)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    trained.critic.save(path)
+    try:
+        trained.critic.save(path)
+    except OSError as exc:
+        raise ConfigError(f"{cache}: cannot write the critic {path} ({exc.strerror or exc})") from None
     for line in trained.report.lines():
         (logger.warning if line.startswith("warning:") else logger.info)("Topic %r: %s", name, line)
     logger.info("Topic %r: trained a critic from %d examples: %s", name, trained.report.positives, path)
