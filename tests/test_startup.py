@@ -15,7 +15,7 @@ from focused.bench.runner import PROJECT_ROOT
 #: Modules a crawl without Redis, remote control or examples must not import as it starts.
 NOT_AT_CRAWL_START = ("redis", "aiohttp", "scipy.special", "scipy.optimize", "sklearn")
 #: Modules ``focused --help`` (every command's parser) must not import.
-NOT_AT_HELP = ("numpy", "scipy", "scrapy", "redis", "sklearn", "focused.core.examples")
+NOT_AT_HELP = ("numpy", "scipy", "scrapy", "redis", "sklearn", "focused.core.examples", "focused.core.background")
 #: A whole crawl that ends at once: its one seed is refused (an internal address).
 CRAWL = ("crawl", "focused", "-a", "topic=course", "-a", "seeds=http://127.0.0.1:9/", "-s", "FOCUSED_DB=")
 

@@ -436,7 +436,7 @@ def test_astronomy_against_the_default_background_judges_its_pages_and_not_cooki
 def test_the_users_own_background_is_sampled_beside_the_corpora_not_among_them(tmp_path):
     """A folder (or crawl database, WARC file) of the user's pages gets a sample of its own, as large as the
     corpora's: 20 pages are not lost among 11,000 corpus pages; adding them leaves the corpora's sample as it was."""
-    from focused.core.examples import read_background
+    from focused.core.background import read_background
 
     own = tmp_path / "own"
     own.mkdir()
@@ -451,7 +451,7 @@ def test_the_users_own_background_is_sampled_beside_the_corpora_not_among_them(t
 
 
 def test_a_cached_critic_is_named_by_its_background_files_contents_too(tmp_path):
-    from focused.core.examples import background_key
+    from focused.core.background import background_key
 
     db = tmp_path / "site.sqlite"
     db.write_bytes(b"x" * 10)

@@ -5,7 +5,7 @@ protocol (the topics with the cross-fitted folds), k positive pages of the targe
 pages the case's taxonomy critic trained on (k = 5, 20, 100; three seeded samples each), and a critic is
 trained from them as ``scrapy crawl focused -a examples=`` trains one: the positive-unlabelled critic
 (:func:`focused.learning.critic.examples.train_examples_critic`) against the default background
-(:func:`focused.core.examples.read_background`: WebKB and Wikipedia, ``FOCUSED_EXAMPLES_MAX_BACKGROUND``
+(:func:`focused.core.background.read_background`: WebKB and Wikipedia, ``FOCUSED_EXAMPLES_MAX_BACKGROUND``
 pages), with the pages the crawl will be judged on left out of the background too:
 
 - a confined case (WebKB): the positives come from the training groups; the held-out group's pages are
@@ -103,7 +103,7 @@ class Background:
     reader does (the user's own sources, folders, crawl databases and WARC files, read again each time)."""
 
     def __init__(self, sources: Sequence[str], limit: int) -> None:
-        from focused.core.examples import BACKGROUNDS, background_texts
+        from focused.core.background import BACKGROUNDS, background_texts
 
         self.sources = list(sources)
         self.own = [source for source in sources if source not in BACKGROUNDS]
@@ -116,8 +116,8 @@ class Background:
         )  # fmt: skip
 
     def sample(self, seed: int, *, exclude: set[str], exclude_urls: Iterable[str]) -> list[str]:
-        """:func:`focused.core.examples.read_background` over these pages."""
-        from focused.core.examples import read_background
+        """:func:`focused.core.background.read_background` over these pages."""
+        from focused.core.background import read_background
 
         return read_background(
             self.own, self.limit, seed, exclude=exclude, exclude_urls=list(exclude_urls), extra=iter(self.pages)

@@ -104,7 +104,8 @@ def run(args: argparse.Namespace) -> int:
 def _run(args: argparse.Namespace) -> int:
     # here, not at the top: `focused --help` and every other command import this module
     from focused.addresses import AddressPolicy, AllowListError
-    from focused.core.examples import BACKGROUNDS, check_background, topic_name, train_topic
+    from focused.core.background import BACKGROUNDS, check_background
+    from focused.core.examples import topic_name, train_topic
 
     out = Path(args.out)
     name = topic_name("", args.name or out.name.split(".")[0])
@@ -175,7 +176,7 @@ def read_positives(specs: list[str], sources: list[str], policy: object) -> Exam
 
 def lookup_pages(urls: list[str], sources: list[str]) -> dict[str, bytes]:
     """The stored page of each URL found (``dir``, ``dir/`` and ``dir/index.html`` alike)."""
-    from focused.core.examples import stored_pages
+    from focused.core.background import stored_pages
     from focused.learning.apprentice.data import fetch_key
 
     wanted: dict[str, list[str]] = {}

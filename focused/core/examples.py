@@ -1,4 +1,4 @@
-"""A topic from example pages: read them (files, folders, URLs), read the background, train or reuse the critic.
+"""A topic from example pages: read them (files, folders, URLs), train or reuse the critic.
 
 Scrapy-free; shared by ``focused train-topic`` and ``scrapy crawl focused -a examples=...``
 (:func:`prepare_crawl`). The examples are a folder of ``.html``/``.txt`` pages, comma-separated URLs,
@@ -6,8 +6,8 @@ or a file listing URLs or paths one a line (``#`` starts a comment; a path is re
 folder); any other file is one example page. URLs are fetched once, with the crawl's address rules
 (:class:`~focused.addresses.AddressPolicy` from ``FOCUSED_ALLOW_INTERNAL``: an internal address is refused
 unless allowed, redirects included). The background (WebKB and Wikispeedia by default, from the corpora
-folder, ``$FOCUSED_CORPORA``) is unlabelled data for the positive-unlabelled critic
-(:func:`~focused.learning.critic.examples.train_examples_critic`).
+folder, ``$FOCUSED_CORPORA``; :mod:`focused.core.background`) is unlabelled data for the positive-unlabelled
+critic (:func:`~focused.learning.critic.examples.train_examples_critic`).
 
 A crawl's critic is cached under ``FOCUSED_EXAMPLES_CACHE`` by a hash of the examples' content, the
 topic name, the background and the recipe: a resumed crawl, or a second worker on the same machine,
@@ -16,47 +16,39 @@ loads it instead of training again.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import logging
-import random
 import re
 import socket
 import urllib.error
 import urllib.request
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
 from focused.addresses import AddressPolicy, AllowListError, allow_entry, parse_ip
+from focused.core.background import background_key, check_background, folder_files, read_background
 from focused.errors import ConfigError
-from focused.learning.critic.examples import MIN_POSITIVES, RECIPE, TopicCritic, train_examples_critic
+from focused.learning.critic.examples import (
+    FROM_EXAMPLES,
+    MIN_POSITIVES,
+    RECIPE,
+    TopicCritic,
+    train_examples_critic,
+)
 from focused.page.text import is_page_type
 
-__all__ = [
-    "BACKGROUNDS",
-    "Examples",
-    "background_texts",
-    "check_examples_spec",
-    "prepare_crawl",
-    "read_background",
-    "read_examples",
-    "stored_pages",
-    "topic_name",
-]
+__all__ = ["Examples", "check_examples_spec", "prepare_crawl", "read_examples", "topic_name", "train_topic"]
 
 logger = logging.getLogger(__name__)
 
-#: The shipped background corpora.
-BACKGROUNDS = ("webkb", "wiki")
 #: Seconds to wait for one example URL, and the most bytes read of it.
 FETCH_TIMEOUT = 20.0
 MAX_BYTES = 5_000_000
 _URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
-_NOT_A_BACKGROUND = f"not {' or '.join(BACKGROUNDS)}, and no such folder, crawl database or WARC file"
 
 
 @dataclass
@@ -96,10 +88,6 @@ def _listing(path: Path) -> list[str] | None:
     return lines
 
 
-def _folder_files(path: Path) -> list[Path]:
-    return sorted(p for p in path.rglob("*") if p.is_file() and not p.name.startswith("."))
-
-
 def check_examples_spec(spec: str) -> int | None:
     """Check an examples spec without fetching anything; the number of examples when known (None: URLs).
 
@@ -111,7 +99,7 @@ def check_examples_spec(spec: str) -> int | None:
     if not path.exists():
         raise ConfigError(f"{spec}: no such folder or file, and not http(s) URLs")
     if path.is_dir():
-        count = len(_folder_files(path))
+        count = len(folder_files(path))
         if count == 0:
             raise ConfigError(f"{spec}: the folder holds no example pages")
     else:
@@ -138,7 +126,7 @@ def read_examples(specs: Sequence[str], *, policy: AddressPolicy | None = None, 
         if not path.exists():
             raise ConfigError(f"{spec}: no such folder or file, and not http(s) URLs")
         if path.is_dir():
-            files = _folder_files(path)
+            files = folder_files(path)
             if not files:
                 raise ConfigError(f"{spec}: the folder holds no example pages")
             bodies.extend(p.read_bytes() for p in files)
@@ -232,148 +220,6 @@ def fetch(url: str, policy: AddressPolicy) -> bytes:
         raise ConfigError(f"example URL {url}: cannot fetch it ({reason})") from None
 
 
-# ---------------------------------------------------------------------- background
-
-
-def background_texts(source: str) -> Iterator[tuple[str, str]]:
-    """(URL or file name, visible text) of every page of one background source (a corpus or a folder)."""
-    from focused.corpora import corpora_dir
-    from focused.corpora.webkb import ArchiveError, iter_webkb
-    from focused.page.text import html_to_text
-
-    if source == "webkb":
-        try:
-            for page in iter_webkb(corpora_dir() / "webkb-dev.tar.gz"):
-                if page.status == 200:
-                    yield page.url, html_to_text(page.body)
-        except ArchiveError as exc:
-            raise ConfigError(f"background webkb: {exc} (set FOCUSED_CORPORA, or give another background)") from exc
-        return
-    if source == "wiki":
-        from focused.corpora.wikispeedia import WikispeediaError, load_wikispeedia
-        from focused.wiki.render import article_url
-
-        try:
-            wiki = load_wikispeedia(corpora_dir() / "wikispeedia.tar.gz")
-        except WikispeediaError as exc:
-            raise ConfigError(f"background wiki: {exc} (set FOCUSED_CORPORA, or give another background)") from exc
-        for name, article in wiki.articles.items():  # under its URL on the rendered site, to leave positives out
-            yield article_url(name), f"{article.title}\n{article.text}"
-        return
-    path = Path(source).expanduser()
-    if path.is_file():
-        for url, body in stored_pages(path):
-            yield url, html_to_text(body)
-        return
-    if not path.is_dir():
-        raise ConfigError(f"background {source!r}: {_NOT_A_BACKGROUND}")
-    for file in _folder_files(path):
-        yield str(file), html_to_text(file.read_bytes())
-
-
-def stored_pages(path: Path) -> Iterator[tuple[str, bytes]]:
-    """(URL, body) of the pages a crawl database (``.sqlite``) or a WARC file (``.warc[.gz]``) holds; ConfigError
-    (one line) when it is neither or is damaged."""
-    from focused.crawldb import CrawlDBError, iter_pages
-    from focused.replay.files import StoreError
-    from focused.replay.warc import iter_warc
-
-    if not path.is_file():
-        raise ConfigError(f"{path}: no such file (expected a crawl database .sqlite or a WARC .warc[.gz])")
-    try:
-        if path.name.endswith((".warc", ".warc.gz")):
-            for resp in iter_warc(path):
-                if resp.status == 200:
-                    yield resp.url, resp.body
-        else:
-            for page in iter_pages(path, with_html=True):
-                if page.html_blob:
-                    yield page.url, page.html.encode("utf-8")
-    except (CrawlDBError, StoreError) as exc:
-        raise ConfigError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from exc
-
-
-def read_background(
-    sources: Sequence[str],
-    limit: int,
-    seed: int,
-    *,
-    exclude: Collection[str] = (),
-    exclude_urls: Sequence[str] = (),
-    extra: Iterator[tuple[str, str]] | None = None,
-) -> list[str]:
-    """Background texts, positives left out: up to ``limit`` sampled uniformly (reservoir) over the shipped
-    corpora (:data:`BACKGROUNDS`) and ``extra`` (more (URL, text) pairs), and up to ``limit`` more over the
-    other sources: folders of pages, crawl databases, WARC files. Those are the user's pages of the kind the
-    crawl will meet (docs/topic.md, "Examples unlike the background"): sampled among the corpora's 11,500 pages,
-    a thousand of them would be a twelfth of the sample.
-    """
-    from itertools import chain
-
-    from focused.learning.apprentice.data import fetch_key
-
-    exclude = set(exclude)
-    skip_keys = set()
-    for url in exclude_urls:
-        with contextlib.suppress(ValueError):
-            skip_keys.add(fetch_key(url))
-
-    def kept(pages: Iterable[tuple[str, str]]) -> Iterator[str]:
-        for where, text in pages:
-            if not text.split() or text in exclude:
-                continue
-            try:
-                if fetch_key(where) in skip_keys:
-                    continue
-            except ValueError:
-                pass
-            yield text
-
-    rng = random.Random(seed)  # one generator for both samples: the corpora's alone are what they always were
-    corpora = [s for s in sources if s in BACKGROUNDS]
-    own = [s for s in sources if s not in BACKGROUNDS]
-    sample = []
-    if corpora or extra is not None:
-        sample = _reservoir(kept(chain(*(background_texts(s) for s in corpora), extra or ())), limit, rng, corpora)
-    if own:
-        sample += _reservoir(kept(chain(*(background_texts(s) for s in own))), limit, rng, own)
-    return sample
-
-
-def _reservoir(texts: Iterator[str], limit: int, rng: random.Random, sources: Sequence[str]) -> list[str]:
-    """Up to ``limit`` of ``texts`` (from ``sources``), uniformly (reservoir sampling)."""
-    sample: list[str] = []
-    seen = 0
-    for text in texts:
-        seen += 1
-        if len(sample) < limit:
-            sample.append(text)
-        else:
-            j = rng.randrange(seen)
-            if j < limit:
-                sample[j] = text
-    logger.info("background (%s): %d of %d pages", ", ".join(sources) or "given pages", len(sample), seen)
-    return sample
-
-
-def check_background(sources: Sequence[str]) -> None:
-    """ConfigError for a background source that is neither a shipped corpus nor a folder nor a file."""
-    for source in sources:
-        if source not in BACKGROUNDS and not Path(source).expanduser().exists():
-            raise ConfigError(f"background {source!r}: {_NOT_A_BACKGROUND}")
-
-
-def background_key(sources: Sequence[str]) -> str:
-    """The background's part of a cached critic's name: the sources, and each file's size and time of change
-    (a crawl database that grew since gives another critic)."""
-    parts = []
-    for source in sources:
-        path = Path(source).expanduser()
-        stat = path.stat() if source not in BACKGROUNDS and path.is_file() else None
-        parts.append(f"{source}:{stat.st_size}:{stat.st_mtime_ns}" if stat else source)
-    return ",".join(parts)
-
-
 # ---------------------------------------------------------------------- one call for a crawl
 
 
@@ -412,7 +258,7 @@ def train_topic(
     pages = read_background(background, max_background, seed, exclude=set(texts), exclude_urls=examples.urls)
     if len(pages) < 2:
         raise ConfigError(f"need at least 2 background pages, got {len(pages)} from {', '.join(background)}")
-    meta = {"topic_from_examples": {"background_sources": list(background), "examples_digest": examples.digest()}}
+    meta = {FROM_EXAMPLES: {"background_sources": list(background), "examples_digest": examples.digest()}}
     try:
         return train_examples_critic(
             texts, pages, negative_texts, keywords, name=name, examples=examples.urls, seed=seed, metadata=meta

@@ -37,9 +37,10 @@ from scrapy.utils.job import job_dir
 from twisted.internet.threads import deferToThread
 
 from focused import signals
-from focused.core.examples import BACKGROUNDS
+from focused.core.background import BACKGROUNDS
 from focused.core.runtime import CrawlRuntime
 from focused.crawldb import CrawlDBError, open_readonly
+from focused.learning.critic.examples import examples_metadata
 from focused.paths import project_path
 from focused.replay.files import StoreError
 from focused.replay.labels import first_fetches_on_topic, read_labels
@@ -206,8 +207,8 @@ def shown(path: str | Path) -> str:
 def from_examples_on_corpora(critic: object) -> bool:
     """Whether ``critic`` is a critic from examples trained against the shipped corpora alone (its model file
     says what its background was)."""
-    info = getattr(critic, "metadata", {}).get("topic_from_examples")
-    return isinstance(info, dict) and set(info.get("background_sources", ())) <= set(BACKGROUNDS)
+    info = examples_metadata(critic)
+    return info is not None and set(info.get("background_sources", ())) <= set(BACKGROUNDS)
 
 
 def seconds_text(seconds: float) -> str:

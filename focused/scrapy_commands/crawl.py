@@ -102,7 +102,8 @@ class Command(ScrapyCrawlCommand):
             _to_log_file(self.settings.get("LOG_FILE"), str(exc))
             sys.exit(1)
         finally:
-            logging.getLogger("focused.core.examples").removeHandler(handler)
+            for name in _TRAINING_LOGGERS:
+                logging.getLogger(name).removeHandler(handler)
             handler.close()
         del opts.spargs["examples"]
         opts.spargs["model"], opts.spargs["topic"] = str(path), topic
@@ -156,6 +157,10 @@ def import_tls_early() -> None:
     import scrapy.core.downloader.contextfactory  # noqa: F401
 
 
+#: The loggers of the examples' training (its report, the background's sample) before Scrapy logs anything.
+_TRAINING_LOGGERS = ("focused.core.examples", "focused.core.background")
+
+
 def _training_log(settings: Settings) -> logging.Handler:
     """Before Scrapy's own logging is set up: where the examples' training logs its report (at INFO): the crawl's
     ``LOG_FILE`` when it has one that Scrapy will append to (a Scrapyd job's log, which is all its user sees),
@@ -168,9 +173,9 @@ def _training_log(settings: Settings) -> logging.Handler:
     else:
         handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter("%(asctime)s [%(name)s] %(levelname)s: %(message)s"))
-    examples_logger = logging.getLogger("focused.core.examples")
-    examples_logger.addHandler(handler)
-    examples_logger.setLevel(logging.INFO)
+    for name in _TRAINING_LOGGERS:
+        logging.getLogger(name).addHandler(handler)
+        logging.getLogger(name).setLevel(logging.INFO)
     return handler
 
 

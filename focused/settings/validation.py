@@ -177,7 +177,8 @@ def _other_models(spec: str, ctx: Context) -> str:
 
 
 def _examples(value: Any, ctx: Context) -> None:
-    from focused.core.examples import check_background, check_examples_spec, topic_name
+    from focused.core.background import check_background
+    from focused.core.examples import check_examples_spec, topic_name
 
     spec = as_text(value)
     if not spec:

@@ -115,8 +115,10 @@ class FocusedSpider(scrapy.Spider):
         seeds = parse_seeds(setting(settings, "FOCUSED_SEEDS") or "")
         if setting(settings, "FOCUSED_SEEDS_FILE"):
             seeds += read_seeds_file(settings["FOCUSED_SEEDS_FILE"])
+        from focused.learning.critic.examples import examples_metadata  # here: `scrapy list` imports this module
+
         runtime = CrawlRuntime.of(self.crawler)
-        if not seeds and "topic_from_examples" in (getattr(runtime.critic, "metadata", None) or {}):
+        if not seeds and examples_metadata(runtime.critic) is not None:
             # -a examples=URLs: they are the seeds, on a shared frontier too (the seen-set makes a second worker's
             # push of them a no-op); examples given as files have none
             seeds = runtime.seeds()

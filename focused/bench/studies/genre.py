@@ -2,7 +2,7 @@
 
 The shipped background is web pages and encyclopedia articles; 20 Newsgroups posts are neither. For each of a
 few newsgroups, k posts of its training split are the examples of a critic from examples
-(:func:`~focused.core.examples.read_background` and
+(:func:`~focused.core.background.read_background` and
 :func:`~focused.learning.critic.examples.train_examples_critic`, as ``-a examples=`` trains it), against three
 backgrounds: the default one; the default one and a folder of 1,000 other training posts (random, as a
 breadth-first crawl of a forum would fetch them); the default one and 1,000 posts of which 300 are the topic's (as
@@ -35,7 +35,7 @@ from pathlib import Path
 import numpy as np
 
 from focused.bench.runner import PROJECT_ROOT
-from focused.core.examples import read_background
+from focused.core.background import read_background
 from focused.corpora import corpora_dir
 from focused.corpora.dirtree import iter_dirtree
 from focused.learning.critic.examples import train_examples_critic

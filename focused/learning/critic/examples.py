@@ -49,11 +49,13 @@ from focused.learning.critic.verdict_head import MAX_WEIGHTS, VerdictHead
 __all__ = [
     "BACKGROUND",
     "DEFAULT_FOLDS",
+    "FROM_EXAMPLES",
     "MIN_POSITIVES",
     "NB_ALPHA",
     "RECIPE",
     "UNLABELLED_MASS",
     "TopicCritic",
+    "examples_metadata",
     "strip_template",
     "train_examples_critic",
 ]
@@ -66,6 +68,8 @@ BACKGROUND = "background"
 DEFAULT_FOLDS = 5
 #: Fewer positives than this cannot be held out and judged (each fold needs one).
 MIN_POSITIVES = 2
+#: The metadata key of a critic from examples in its model file: its held-out report, its background's sources.
+FROM_EXAMPLES = "topic_from_examples"
 #: Identifies the training recipe: a cached critic of another recipe is retrained.
 RECIPE = "pu-percentile/v6"
 #: Inverse L2 strength of the regression (scikit-learn's C): chosen on the astronomy case (docs/topic.md).
@@ -188,7 +192,7 @@ def train_examples_critic(
     )
     info = {"recipe": RECIPE, "negatives": len(neg), "keywords": list(keywords or ()), **report.to_dict()}
     meta = dict(metadata or {})
-    meta["topic_from_examples"] = {**meta.get("topic_from_examples", {}), **info}
+    meta[FROM_EXAMPLES] = {**meta.get(FROM_EXAMPLES, {}), **info}
     # each unlabelled page's share of the topic, from the regression's held-out score (known negatives: none)
     soft = np.zeros(len(texts))
     soft[is_bg] = 1.0 / (1.0 + np.exp(-(held[is_bg] - cut)))
@@ -196,6 +200,13 @@ def train_examples_critic(
     # DEBUG: its callers report it (train-topic prints it, a crawl and the bench log it)
     logger.debug("topic %r from %d examples: %s", name, n_pos, "; ".join(report.lines()))
     return TopicCritic(critic, report, name)
+
+
+def examples_metadata(critic: object) -> dict[str, Any] | None:
+    """What the model file of a critic from examples says of its training (:data:`FROM_EXAMPLES`); ``None`` for
+    any other critic."""
+    info = (getattr(critic, "metadata", None) or {}).get(FROM_EXAMPLES)
+    return info if isinstance(info, dict) else None
 
 
 def strip_template(texts: list[str]) -> list[str]:
