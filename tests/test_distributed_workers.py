@@ -128,8 +128,12 @@ def test_a_worker_killed_mid_crawl_loses_nothing(web, redis_server):
 
 
 def test_workers_share_one_page_budget(web, redis_server):
-    settings = redis_settings(redis_server, FOCUSED_MAX_PAGES=100, DOWNLOAD_DELAY=0.02, DOWNLOAD_DELAY_JITTER=0)
-    workers = [Worker(worker(web, f"budget{i}", **settings)) for i in (1, 2)]
+    # one worker alone needs 100 x 0.1 s for the budget: the second, started once the first crawls, joins
+    # well before that even on a loaded machine (with 0.02 s the first took all 100 while the second started)
+    settings = redis_settings(redis_server, FOCUSED_MAX_PAGES=100, DOWNLOAD_DELAY=0.1, DOWNLOAD_DELAY_JITTER=0)
+    first = Worker(worker(web, "budget1", **settings))
+    first.wait_for("Crawled (200)", 2)
+    workers = [first, Worker(worker(web, "budget2", **settings))]
     stats = [w.finish() for w in workers]
     fetched = [w.pages() for w in workers]
     assert all(fetched), [len(f) for f in fetched]
