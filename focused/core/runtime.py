@@ -71,6 +71,7 @@ class CrawlRuntime:
         self.topic_label = self.topic.name if (setting(settings, "FOCUSED_TOPIC") or "").strip() else "predicate"
         context = BuildContext(settings, self.critic, self.topic, self.relevance.relevance)
         self.strategy: Strategy = build_strategy(setting(settings, "FOCUSED_STRATEGY"), context)
+        self.critic.release_counts()  # from here on the crawl (and its page-analysis worker) only scores
         self._memo: OrderedDict[str, Verdict] = OrderedDict()
 
     @classmethod

@@ -59,12 +59,12 @@ def classes_using_words(critic: Any, text: str, n: int = 3) -> list[str]:
     counts: dict[str, float] = {}
     totals: dict[str, float] = {}
     for model in models:
-        if not hasattr(model, "feature_count_") or not hasattr(model, "transform"):
+        fc = getattr(model, "feature_count_", None)
+        if fc is None or not hasattr(model, "transform"):
             return []
         cols = model.transform([text]).indices
         if len(cols) == 0:
             return []
-        fc = model.feature_count_
         used = np.asarray(fc[:, cols].sum(axis=1)).ravel()
         total = np.asarray(fc.sum(axis=1)).ravel()
         for cls_name, u, t in zip(model.classes, used, total, strict=True):

@@ -62,6 +62,8 @@ class ModelError(ModelFileError):
 def bundle_of(critic: Critic) -> dict[str, Any]:
     """The critic as a plain dict of arrays and builtins (what :meth:`Critic.save` writes)."""
     fc = critic.feature_count_
+    if fc is None:
+        raise ValueError("this critic's training counts were released (Critic.release_counts): it cannot be saved")
     return {
         "kind": KIND,
         "format_version": FORMAT_VERSION,

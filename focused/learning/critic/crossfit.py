@@ -102,6 +102,11 @@ class CrossFitCritic:
 
     # ------------------------------------------------------------------ scoring
 
+    def release_counts(self) -> None:
+        """:meth:`Critic.release_counts` of every fold."""
+        for fold in self.folds:
+            fold.release_counts()
+
     def fold_of(self, url: str) -> int:
         return fold_of(url, self.k)
 

@@ -95,7 +95,8 @@ class Critic:
             raise ValueError(f"length_scale must be > 0, got {length_scale}")
         self.classes: list[str] = classes
         self.class_count_ = class_count
-        self.feature_count_ = feature_count
+        #: the training counts; ``None`` once :meth:`release_counts` dropped them (a crawl's critic)
+        self.feature_count_: sp.csr_matrix | None = feature_count
         self.alpha = float(alpha)
         self.n_features = int(n_features)
         self.length_scale = None if length_scale is None else float(length_scale)
@@ -112,12 +113,19 @@ class Critic:
         """Whether the critic reads URLs (see :mod:`focused.learning.critic.urlwords`)."""
         return self.url_words is not None
 
+    def release_counts(self) -> None:
+        """Drop the training counts, keeping the scoring state derived from them: a crawl only scores (the
+        counts are 10 MB of the Wikipedia critic, in the crawl process and in its page-analysis worker). The
+        critic then scores as before but cannot be saved or suggest topics."""
+        self.feature_count_ = None
+
     def _rebuild(self) -> None:
         """Derive the scoring state (log prior, sparse log-probability weights) from the counts."""
         counts = self.class_count_
         total = counts.sum()
         with np.errstate(divide="ignore"):
             self.class_log_prior_ = np.log(counts / total) if total > 0 else np.zeros_like(counts)
+        assert self.feature_count_ is not None  # the constructor's
         fc = self.feature_count_.astype(np.float64)
         # log θ_ct = log α + log1p(N_ct / α) − log Z_c; the first and last terms are per class only.
         self._log_norm = np.log(self.alpha) - np.log(np.asarray(fc.sum(axis=1)).ravel() + self.alpha * self.n_features)
