@@ -106,7 +106,7 @@ class Critic:
         self._class_index = {c: i for i, c in enumerate(classes)}
         #: the discriminative verdict (:mod:`focused.learning.critic.verdict_head`), ``None``: verdicts by naive Bayes
         self.head = head
-        self._rebuild()
+        self._rebuild(feature_count)
 
     @property
     def url_features(self) -> bool:
@@ -114,19 +114,18 @@ class Critic:
         return self.url_words is not None
 
     def release_counts(self) -> None:
-        """Drop the training counts, keeping the scoring state derived from them: a crawl only scores (the
-        counts are 10 MB of the Wikipedia critic, in the crawl process and in its page-analysis worker). The
-        critic then scores as before but cannot be saved or suggest topics."""
+        """Drop the training counts, keeping the scoring state derived from them: a crawl only scores, in its
+        process and in its page-analysis worker (docs/results.md, "Memory of the 3,000-page default crawl").
+        The critic then scores as before but cannot be saved or suggest topics by their words."""
         self.feature_count_ = None
 
-    def _rebuild(self) -> None:
+    def _rebuild(self, feature_count: sp.csr_matrix) -> None:
         """Derive the scoring state (log prior, sparse log-probability weights) from the counts."""
         counts = self.class_count_
         total = counts.sum()
         with np.errstate(divide="ignore"):
             self.class_log_prior_ = np.log(counts / total) if total > 0 else np.zeros_like(counts)
-        assert self.feature_count_ is not None  # the constructor's
-        fc = self.feature_count_.astype(np.float64)
+        fc = feature_count.astype(np.float64)
         # log θ_ct = log α + log1p(N_ct / α) − log Z_c; the first and last terms are per class only.
         self._log_norm = np.log(self.alpha) - np.log(np.asarray(fc.sum(axis=1)).ravel() + self.alpha * self.n_features)
         weights = fc.copy()
