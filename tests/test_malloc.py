@@ -92,6 +92,21 @@ def test_the_crawl_process_tunes_it_when_the_crawler_is_built():
     assert crawler.stats.get_value("focused/malloc/tuned") == int(GLIBC)
 
 
+@needs_glibc
+def test_the_start_ups_free_memory_goes_back_once_the_engine_starts(monkeypatch):
+    """The models read at start (checked, then read again, a critic's training counts released) leave freed
+    blocks in the heaps: trimmed once when the engine starts, not per page."""
+    from scrapy import signals
+
+    trims = []
+    monkeypatch.setattr(malloc, "trim", lambda: trims.append(1) or True)
+    crawler = get_crawler(Spider, settings_dict={"MEMUSAGE_ENABLED": False})
+    ext = MallocTuning.from_crawler(crawler)  # kept: the signal holds its handler weakly, as the crawler's would
+    assert ext.tuned and trims == []
+    crawler.signals.send_catch_log(signals.engine_started)
+    assert trims == [1]
+
+
 def test_false_leaves_the_allocator_alone():
     with pytest.raises(NotConfigured):
         MallocTuning.from_crawler(get_crawler(Spider, settings_dict={"FOCUSED_MALLOC_TUNING": False}))
