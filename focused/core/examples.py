@@ -140,10 +140,11 @@ def read_examples(specs: Sequence[str], *, policy: AddressPolicy | None = None, 
                 urls.append(line)
             else:
                 bodies.append((path.parent / line).read_bytes())
-    policy = policy or AddressPolicy()
+    urls = list(dict.fromkeys(urls))  # a URL given twice is one example
     if fetch_urls:
-        bodies.extend(fetch(url, policy) for url in dict.fromkeys(urls))  # a URL given twice is one example
-    return Examples(bodies, list(dict.fromkeys(urls)))
+        policy = policy or AddressPolicy()
+        bodies.extend(fetch(url, policy) for url in urls)
+    return Examples(bodies, urls)
 
 
 class _Redirects(urllib.request.HTTPRedirectHandler):
