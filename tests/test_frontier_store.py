@@ -16,7 +16,7 @@ from focused.frontier.memory import MemoryStore
 from focused.frontier.redis import RedisStore, connect
 from focused.frontier.rescore import RESCORE_CACHE_KIB, run_job
 from focused.frontier.sqlite import SQLiteStore
-from focused.frontier.sqlitefile import check_store
+from focused.frontier.sqlitefile import FORMAT_VERSION, check_store
 from focused.frontier.store import Framed, Push, PushResult, StoreError, frame, unframe
 from tests.killed import run_killed
 
@@ -261,28 +261,59 @@ INSERT INTO meta VALUES ('format', '"focused.frontier"'), ('format_version', '1'
 """
 
 
-def test_a_store_of_format_version_1_is_converted_when_opened(tmp_path):
-    path = tmp_path / "f.sqlite"
-    conn = sqlite3.connect(path)
-    conn.executescript(_V1_SCHEMA)
+#: A store as format version 2 wrote it: each URL's request in its ``urls`` row, the payloads in their table.
+_V2_SCHEMA = """
+CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE urls (
+    id INTEGER PRIMARY KEY, key TEXT NOT NULL UNIQUE,
+    state INTEGER NOT NULL, priority INTEGER NOT NULL, tie REAL NOT NULL,
+    p_first INTEGER NOT NULL, p_n INTEGER NOT NULL, p_sum INTEGER NOT NULL, p_max INTEGER NOT NULL,
+    attempts INTEGER NOT NULL DEFAULT 0, item TEXT
+);
+CREATE INDEX urls_waiting ON urls(priority DESC, tie) WHERE state = 0;
+CREATE INDEX urls_in_flight ON urls(state) WHERE state = 1;
+CREATE TABLE payloads (url INTEGER PRIMARY KEY, data BLOB NOT NULL);
+INSERT INTO meta VALUES ('format', '"focused.frontier"'), ('format_version', '2'), ('counter', '4');
+"""
+
+
+def _old_store(path, version):
+    """A store of format ``version`` with four URLs: waiting with two payloads, done, in flight, waiting
+    without payloads."""
     rows = [  # key, state, priority, tie, payloads (framed)
         ("a", 0, 5, 0.0, frame([b"a1", b"a2"])),
         ("b", 2, 9, 1.0, None),  # done: seen, never again
         ("c", 1, 7, 2.0, frame([b"c1"])),  # in flight when the crawl stopped: waiting again
         ("d", 0, 1, 3.0, None),  # no payload
     ]
-    conn.executemany(
-        "INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max, item, payloads) "
-        "VALUES (?, ?, ?, ?, 0, 1, 0, 0, ?, ?)",
-        [(k, st, p, t, None if st == 2 else json.dumps({"url": k}), pl) for k, st, p, t, pl in rows],
-    )
+    conn = sqlite3.connect(path)
+    conn.executescript(_V1_SCHEMA if version == 1 else _V2_SCHEMA)
+    columns = "key, state, priority, tie, p_first, p_n, p_sum, p_max, item"
+    for key, state, priority, tie, payloads in rows:
+        item = None if state == 2 else json.dumps({"url": key})
+        if version == 1:
+            conn.execute(
+                f"INSERT INTO urls ({columns}, payloads) VALUES (?, ?, ?, ?, 0, 1, 0, 0, ?, ?)",
+                (key, state, priority, tie, item, payloads),
+            )
+            continue
+        values = (key, state, priority, tie, item)
+        rowid = conn.execute(f"INSERT INTO urls ({columns}) VALUES (?, ?, ?, ?, 0, 1, 0, 0, ?)", values).lastrowid
+        if payloads is not None:
+            conn.execute("INSERT INTO payloads (url, data) VALUES (?, ?)", (rowid, payloads))
     conn.commit()
     conn.close()
+
+
+@pytest.mark.parametrize("version", [1, 2])
+def test_a_store_of_an_older_format_version_is_converted_when_opened(tmp_path, version):
+    path = tmp_path / "f.sqlite"
+    _old_store(path, version)
     before = path.read_bytes()
     check_store(path)  # a check reads only
     assert path.read_bytes() == before
     s = make_sqlite(path)
-    assert s.get_meta("format_version") == 2 and (len(s), s.requeued) == (3, 1)
+    assert s.get_meta("format_version") == FORMAT_VERSION and (len(s), s.requeued) == (3, 1)
     assert push(s, "b", 1) is PushResult.SEEN and push(s, "a", 4, payload=b"a3") is PushResult.MERGED
     seen = []
 
@@ -292,9 +323,17 @@ def test_a_store_of_format_version_1_is_converted_when_opened(tmp_path):
 
     assert rescore(s, rescorer) == 2  # a: 5 -> 3 payloads, c: 7 -> 1; d has none
     assert sorted(seen) == [[b"a1", b"a2", b"a3"], [b"c1"]]
-    assert drain(s) == ["a", "c", "d"]  # by priority (3, 1, 1), then tie (c 2.0 before d 3.0)
+    popped = s.pop_many(3)
+    assert [(p.key, p.item) for p in popped] == [(k, {"url": k}) for k in "acd"]  # by priority (3, 1, 1), then tie
+    s.ack_many(["a", "c", "d"])
     s.close()
-    assert make_sqlite(path).get_meta("format_version") == 2  # converted once, read again as it is
+    again = make_sqlite(path)  # converted once, read again as it is
+    assert again.get_meta("format_version") == FORMAT_VERSION and len(again) == 0
+    assert [push(again, k, 1) for k in "abcd"] == [PushResult.SEEN] * 4
+    again.close()
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT COUNT(*) FROM requests").fetchone() == (0,)  # a done URL keeps only its key
+    conn.close()
 
 
 def test_a_conversion_that_fails_leaves_the_version_1_store_as_it_was(tmp_path):

@@ -223,8 +223,9 @@ def test_a_store_written_before_the_quarantine_gains_its_table(tmp_path):
     sqlite_store(path).close()
     conn = sqlite3.connect(path)
     conn.execute("DROP TABLE quarantine")  # as focused wrote the store before this change
-    conn.execute("INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max, item) VALUES "
-                 "('old', 0, 1, 0, 1, 1, 1, 1, '[1]')")  # fmt: skip
+    rowid = conn.execute("INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max) VALUES "
+                         "('old', 0, 1, 0, 1, 1, 1, 1)").lastrowid  # fmt: skip
+    conn.execute("INSERT INTO requests (url, item) VALUES (?, '[1]')", (rowid,))
     conn.commit()
     conn.close()
     assert read_sqlite_quarantine(path) == []
@@ -317,11 +318,12 @@ def plant_sqlite(jobdir: Path, forms):
     conn = sqlite3.connect(jobdir / "frontier.sqlite")
     with conn:
         for i, (name, item) in enumerate(forms.items()):
-            conn.execute(
-                "INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max, item) "
-                "VALUES (?, ?, 900000, ?, 900000, 1, 900000, 900000, ?)",
-                (f"planted-{name}", 1 if i == 0 else 0, -1 - i, item),
-            )
+            rowid = conn.execute(
+                "INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max) "
+                "VALUES (?, ?, 900000, ?, 900000, 1, 900000, 900000)",
+                (f"planted-{name}", 1 if i == 0 else 0, -1 - i),
+            ).lastrowid
+            conn.execute("INSERT INTO requests (url, item) VALUES (?, ?)", (rowid, item))
     conn.close()
 
 

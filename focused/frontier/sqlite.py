@@ -2,7 +2,9 @@
 
 One table holds every URL the crawl accepted, waiting, in flight or done
 (:mod:`focused.frontier.store`), so the frontier and the seen-set are written
-in the same transactions and can never disagree. Operations run on the
+in the same transactions and can never disagree; the request and the parents'
+payloads of a URL not yet done are in two tables beside it (a done URL keeps its
+key only), so that a new priority or state rewrites a short row. Operations run on the
 caller's thread inside an open transaction that is committed every
 ``commit_ops`` operations or ``commit_seconds`` seconds (:meth:`maybe_commit`),
 so a ``kill -9`` loses at most the last uncommitted batch, and because
@@ -160,10 +162,11 @@ class SQLiteStore:
                 tie = tie_value(self.tiebreak, self.seed, self._counter)
                 self._counter += 1
                 rowid = conn.execute(
-                    "INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max, item) "
-                    "VALUES (?, 0, ?, ?, ?, 1, ?, ?, ?)",
-                    (push.key, priority, tie, priority, priority, priority, self.encode(push.item)),
+                    "INSERT INTO urls (key, state, priority, tie, p_first, p_n, p_sum, p_max) "
+                    "VALUES (?, 0, ?, ?, ?, 1, ?, ?)",
+                    (push.key, priority, tie, priority, priority, priority),
                 ).lastrowid
+                conn.execute("INSERT INTO requests (url, item) VALUES (?, ?)", (rowid, self.encode(push.item)))
                 if payload is not None:
                     conn.execute("INSERT INTO payloads (url, data) VALUES (?, ?)", (rowid, payload))
                 self._waiting += 1
@@ -197,8 +200,8 @@ class SQLiteStore:
         while len(out) < n:
             self._begin()
             rows = self.conn.execute(
-                "SELECT id, key, item, priority, attempts FROM urls WHERE state = 0 "
-                "ORDER BY priority DESC, tie LIMIT ?",
+                "SELECT id, key, item, priority, attempts FROM urls LEFT JOIN requests ON url = id "
+                "WHERE state = 0 ORDER BY priority DESC, tie LIMIT ?",
                 (n - len(out),),
             ).fetchall()
             if not rows:
@@ -225,8 +228,9 @@ class SQLiteStore:
         """Move in-flight entries ``(rowid, key, reason)`` to the quarantine table; their rows become done."""
         now = time.time()
         self.conn.executemany(
-            "INSERT INTO quarantine (key, reason, at, item, payloads) SELECT key, ?, ?, item, "
-            "(SELECT data FROM payloads WHERE url = urls.id) FROM urls WHERE id = ?",
+            "INSERT INTO quarantine (key, reason, at, item, payloads) SELECT key, ?, ?, "
+            "(SELECT item FROM requests WHERE url = urls.id), (SELECT data FROM payloads WHERE url = urls.id) "
+            "FROM urls WHERE id = ?",
             [(reason, now, rowid) for rowid, _, reason in bad],
         )
         self._done([r[0] for r in bad])
@@ -253,8 +257,10 @@ class SQLiteStore:
 
     def _done(self, rowids: Sequence[int]) -> None:
         """Mark the rows done: their request and payloads are no longer kept (the key stays, as seen)."""
-        self.conn.executemany("DELETE FROM payloads WHERE url = ?", [(r,) for r in rowids])
-        self.conn.executemany("UPDATE urls SET state = 2, item = NULL WHERE id = ?", [(r,) for r in rowids])
+        ids = [(r,) for r in rowids]
+        self.conn.executemany("DELETE FROM payloads WHERE url = ?", ids)
+        self.conn.executemany("DELETE FROM requests WHERE url = ?", ids)
+        self.conn.executemany("UPDATE urls SET state = 2 WHERE id = ?", ids)
 
     def ack_many(self, keys: Iterable[str]) -> None:
         self._begin()
