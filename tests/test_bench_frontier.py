@@ -44,6 +44,7 @@ def test_a_link_target_neither_fetched_nor_in_the_store_is_lost(tmp_path):
 
     acked = audit(crawl, frontier, "site.test", only_acked=True)
     assert (acked["link_targets"], acked["lost"], acked["lost_examples"]) == (3, 1, [c])
+    assert result["fetched_not_acknowledged"] == acked["fetched_not_acknowledged"] == 1  # d, to be fetched again
 
 
 def test_nothing_lost_when_every_target_is_fetched_or_stored(tmp_path):

@@ -170,6 +170,9 @@ def audit(crawl_db: Path, frontier_db: Path, host: str, *, only_acked: bool = Fa
         pages = {url: request_key(url) for (url,) in db.execute("SELECT url FROM pages")}
         links = db.execute("SELECT DISTINCT src, dst FROM links").fetchall()
     sources = {url for url, key in pages.items() if not only_acked or states.get(key) == DONE}
+    # fetched, but waiting or in flight in the store (a kill came before its acknowledgement): fetched again
+    # at the next resume, which finds its links again
+    unacked = sum(1 for key in pages.values() if states.get(key, DONE) != DONE)
     targets = {dst for src, dst in links if src in sources and urlsplit(dst).hostname == host}
     fetched = set(pages.values())
     lost = sorted(url for url in targets if (key := request_key(url)) not in fetched and key not in states)
@@ -182,6 +185,7 @@ def audit(crawl_db: Path, frontier_db: Path, host: str, *, only_acked: bool = Fa
         "done": counts[DONE],
         "lost": len(lost),
         "lost_examples": lost[:5],
+        "fetched_not_acknowledged": unacked,
         "integrity": integrity,
     }
 
@@ -237,7 +241,7 @@ def kill_study(config: FrontierBenchConfig, proxy: str) -> dict[str, Any]:
             result = run_crawl(spec, resume=bool(logs))
             logs.append(result.log.read_text(errors="replace"))
         stats = json.loads(stats_path(spec).read_text()) if stats_path(spec).exists() else {}
-        final = audit(spec.db, jobdir / STORE_FILE, HOST)
+        final = audit(spec.db, jobdir / STORE_FILE, HOST, only_acked=True)  # as at the kills: see audit()
         with closing(read_only(spec.db)) as db:
             mean_relevance = db.execute("SELECT AVG(relevance) FROM pages").fetchone()[0]
         per_run = [len(_PAGES_LINE.findall(log.encode())) for log in logs]
@@ -337,7 +341,8 @@ def markdown(result: dict[str, Any]) -> str:
         "",
         "Re-score: the pass of median CPU time of three (two models alternating, so that every pass changes the "
         "priorities), wall and CPU seconds, the CPU split into store I/O, payload decoding and model; push and "
-        "pop + acknowledge in CPU µs. The issue's goal: at most 2 s for 100,000 waiting URLs on the SQLite store.",
+        "pop + acknowledge in CPU µs. The goal: 100,000 waiting URLs of 6 parents re-scored in at most 1 s in "
+        "memory and on SQLite.",
         "",
         f"## Kill -9 and resume: budget {k['budget']:,} pages, kills at {', '.join(map(str, k['targets']))} pages",
         "",
@@ -353,7 +358,14 @@ def markdown(result: dict[str, Any]) -> str:
             "`focused/frontier/refetched` / `focused/pages_refetched` (last run)",
             *(f"{r['refetched_stat_last_run']} / {r['pages_refetched_stat_last_run']}" for r in both),
         ),
-        md_row("URLs lost (link targets neither fetched nor in the store)", *(r["final"]["lost"] for r in both)),
+        md_row(
+            "URLs lost (links of acknowledged pages, neither fetched nor in the store)",
+            *(r["final"]["lost"] for r in both),
+        ),
+        md_row(
+            "pages fetched but not acknowledged (to be fetched again at a resume, their links with them)",
+            *(r["final"].get("fetched_not_acknowledged", "–") for r in both),
+        ),
         md_row("`PRAGMA integrity_check` crawl db / frontier", *(_integrity(r["final"]) for r in both)),
         md_row("harvest (`focused/harvest_rate`)", *(r["harvest_rate"] for r in both)),
         md_row("mean relevance in the crawl database", *(r["mean_relevance_db"] for r in both)),
