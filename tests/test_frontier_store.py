@@ -142,6 +142,16 @@ def test_rescore_from_payloads(make):
     assert drain(s) == ["a", "e", "b", "c", "d"]
 
 
+def test_rescore_leaves_entries_in_flight_and_counts_only_changed_priorities(make):
+    s = make()
+    for i, key in enumerate("abcd"):
+        push(s, key, 10 * i, payload=key.encode())
+    assert [p.key for p in s.pop_many(1)] == ["d"]  # in flight: a re-score leaves it as it is
+    assert rescore(s, lambda payloads: [20] * len(payloads)) == 2  # a: 0->20, b: 10->20; c had 20 already
+    s.give_back_many(["d"])
+    assert [(p.key, p.priority) for p in s.pop_many(4)] == [("d", 30), ("a", 20), ("b", 20), ("c", 20)]
+
+
 def test_rescore_rejects_a_wrong_number_of_priorities(make):
     s = make()
     push(s, "a", 1, b"x")

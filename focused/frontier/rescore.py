@@ -178,12 +178,13 @@ class MemoryRescore:
 
 
 class SQLiteRescore:
-    """The SQLite store's job: the rows waiting at the start (id up to ``last``) read on a connection of the job's
-    own, chunk by chunk, their payloads as stored (:class:`~focused.frontier.store.Framed`); new priorities written
-    in the store's open transaction (one ``UPDATE`` by id per row, in one ``executemany``, with a page cache of
-    :data:`RESCORE_CACHE_KIB` from the first write to the close: the pop-order index's pages are rewritten in random
-    order), only to rows still waiting and not merged since. A kill meanwhile loses nothing: the job only reads
-    until it applies, and its writes commit with the store's next batch."""
+    """The SQLite store's job: the payloads of the rows not done at the start (id up to ``last``) read from their
+    table on a connection of the job's own, chunk by chunk, as stored (:class:`~focused.frontier.store.Framed`);
+    new priorities written in the store's open transaction (one ``UPDATE`` by id per row, in one ``executemany``,
+    with a page cache of :data:`RESCORE_CACHE_KIB` from the first write to the close: the pop-order index's pages
+    are rewritten in random order), only to rows still waiting, not merged since, whose priority changes. A kill
+    meanwhile loses nothing: the job only reads until it applies, and its writes commit with the store's next
+    batch."""
 
     def __init__(self, store: SQLiteStore, last: int) -> None:
         self.store = store
@@ -199,29 +200,28 @@ class SQLiteRescore:
             conn.execute("BEGIN")  # one snapshot for every chunk
             after = 0
             while True:
+                # the payloads of the URLs not done (a done URL's are deleted): those in flight are scored
+                # too, and left as they are by apply()
                 rows = conn.execute(
-                    "SELECT id, priority, data FROM urls JOIN payloads ON url = id WHERE id > ? AND id <= ? "
-                    "AND state = 0 ORDER BY id LIMIT ?",
+                    "SELECT url, data FROM payloads WHERE url > ? AND url <= ? ORDER BY url LIMIT ?",
                     (after, self.last, RESCORE_CHUNK),
                 ).fetchall()
                 if not rows:
                     return
                 after = rows[-1][0]
-                good = [row for row in rows if isinstance(row[2], bytes)]
+                good = [row for row in rows if isinstance(row[1], bytes)]
                 if len(good) != len(rows):
                     self.bad += len(rows) - len(good)
                     logger.debug("frontier re-score: %d entries with payloads not stored as bytes skipped", self.bad)
                 if good:
-                    yield [(row[0], row[1]) for row in good], Framed([row[2] for row in good])
+                    yield [row[0] for row in good], Framed([row[1] for row in good])
         finally:
             conn.close()
 
     def apply(self, ids: Sequence[Any], priorities: Sequence[int | None]) -> int:
         store, touched = self.store, self.touched
         updates = [
-            (int(p), rowid)
-            for (rowid, old), p in zip(ids, priorities, strict=True)
-            if p is not None and int(p) != old and rowid not in touched
+            (int(p), rowid) for rowid, p in zip(ids, priorities, strict=True) if p is not None and rowid not in touched
         ]
         if not updates or store._stop.is_set():
             return 0
@@ -230,7 +230,9 @@ class SQLiteRescore:
         if self._cache_size is None:  # the pop-order index's pages stay in memory while the job writes
             self._cache_size = int(conn.execute("PRAGMA cache_size").fetchone()[0])
             conn.execute(f"PRAGMA cache_size = {-RESCORE_CACHE_KIB}")
-        changed = conn.executemany("UPDATE urls SET priority = ? WHERE id = ? AND state = 0", updates).rowcount
+        changed = conn.executemany(
+            "UPDATE urls SET priority = ?1 WHERE id = ?2 AND state = 0 AND priority != ?1", updates
+        ).rowcount
         store._wrote(changed)
         return int(changed)
 
