@@ -97,11 +97,17 @@ def test_a_resumed_crawl_with_a_larger_budget_stores_exactly_the_new_one(web, tm
 
 
 def test_queued_requests_go_back_to_the_frontier_when_another_worker_spends_the_budget(web, tmp_path, redis_server):
-    """A worker of a shared frontier on the live profile fills its downloader (16 requests behind the
-    politeness delay). When the shared count reaches the budget (another worker's pages, here set by the
-    test), the queued requests are not fetched: they go back to the frontier, waiting, for a later crawl."""
+    """A worker of a shared frontier on the live profile, without the scheduler's limit on requests waiting in
+    the downloader, fills it (16 requests behind the politeness delay). When the shared count reaches the budget
+    (another worker's pages, here set by the test), the queued requests are not fetched: they go back to the
+    frontier, waiting, for a later crawl."""
     prefix = f"budget-{os.getpid()}-{time.monotonic_ns()}"
-    settings = {"REDIS_URL": redis_server.url, "FOCUSED_REDIS_PREFIX": prefix, "FOCUSED_PROFILE": ""}
+    settings = {
+        "REDIS_URL": redis_server.url,
+        "FOCUSED_REDIS_PREFIX": prefix,
+        "FOCUSED_PROFILE": "",
+        "FOCUSED_MAX_QUEUED_DOWNLOADS": 0,  # Scrapy's own limit: CONCURRENT_REQUESTS in the downloader
+    }
     spec = replace(direct_crawl(web, tmp_path, "worker", LOG_LEVEL="DEBUG", **settings), max_pages=20)
     log_path = spec.db.with_suffix(".log")
     env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SCRAPY_SETTINGS_MODULE="focused.settings")

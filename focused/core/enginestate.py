@@ -46,6 +46,20 @@ def unscored_pages(crawler: Crawler) -> int | None:
     return len(queue) + len(active)
 
 
+def queued_downloads(crawler: Crawler) -> int | None:
+    """Requests the downloader has taken and not started to transfer: in its middlewares or waiting in a slot
+    (for a site's politeness delay or a free connection). ``None``: unknown."""
+    try:
+        engine = crawler.engine
+    except RuntimeError:
+        return None
+    downloader = getattr(engine, "downloader", None)
+    active, slots = getattr(downloader, "active", None), getattr(downloader, "slots", None)
+    if not isinstance(active, set) or not isinstance(slots, dict):
+        return None
+    return len(active) - sum(len(getattr(slot, "transferring", ())) for slot in slots.values())
+
+
 def take_queued_downloads(crawler: Crawler) -> list[tuple[Request, Deferred[Any]]]:
     """Take out of the downloader the requests queued in its slots and not yet sent (they wait for the
     politeness delay or a free connection): each with the Deferred the downloader fires with its response.

@@ -208,6 +208,12 @@ FOCUSED_GC_THRESHOLD = 10000
 #: fetch order lags best-first. 0: strict best-first (no download starts while any page awaits scoring;
 #: the ``replay`` profile's value, so that benchmarks compare orders, not timings).
 FOCUSED_MAX_UNSCORED_PAGES = 16
+#: Requests handed to the downloader and not yet sent (waiting for a site's DOWNLOAD_DELAY, a free connection
+#: or its robots.txt) at which the scheduler stops handing out more until one is sent: a request waits there
+#: with the priority it had when it left the frontier, while the pages fetched meanwhile bring better links.
+#: 0: no limit (Scrapy's own: up to CONCURRENT_REQUESTS in the downloader; the ``replay`` profile's value,
+#: where nothing waits for a delay).
+FOCUSED_MAX_QUEUED_DOWNLOADS = 2
 #: Waiting URLs the frontier keeps at most (0 = no cap): beyond it the lowest-priority waiting URLs are
 #: dropped (counted in ``focused/frontier/dropped``; they stay seen, so they are not added again).
 FOCUSED_FRONTIER_MAX_SIZE = 1_000_000

@@ -36,6 +36,8 @@ def replay_profile(settings: BaseSettings) -> dict[str, Any]:
         # best-first by a page per download slot. (The plain spider maps this
         # to Scrapy's SCRAPER_SLOT_MAX_ACTIVE_SIZE = 0.)
         "FOCUSED_MAX_UNSCORED_PAGES": 0,
+        # no politeness delay: a request waits in the downloader only for a free connection
+        "FOCUSED_MAX_QUEUED_DOWNLOADS": 0,
     }
 
 

@@ -377,6 +377,7 @@ SPECS: dict[str, Spec] = {
     "FOCUSED_ANALYSIS_WORKERS": Spec(_analysis_workers, "auto or a whole number from 0 to 8 (0: in the crawl process)"),
     "FOCUSED_FRONTIER_MAX_SIZE": whole(0, note="0: no cap"),
     "FOCUSED_MAX_UNSCORED_PAGES": whole(0, note="0: strict best-first"),
+    "FOCUSED_MAX_QUEUED_DOWNLOADS": whole(0, note="0: no limit"),
     "FOCUSED_GC_THRESHOLD": whole(0, note="0: Python's own garbage collection"),
     "FOCUSED_PREDICATE": Spec(_predicate, "a predicate (text:/url:/class: atoms, and/or/not, parentheses)"),
     "FOCUSED_INTELLIGENT_FACTORS": Spec(_intelligent_factors, "a comma-separated list of content, url, link, sibling"),
