@@ -47,8 +47,9 @@ def unscored_pages(crawler: Crawler) -> int | None:
 
 
 def queued_downloads(crawler: Crawler) -> int | None:
-    """Requests the downloader has taken and not started to transfer: in its middlewares or waiting in a slot
-    (for a site's politeness delay or a free connection). ``None``: unknown."""
+    """Requests the downloader holds and is not transferring: waiting in a slot (for a site's politeness delay
+    or a free connection) or in its middlewares (a robots.txt to fetch first, or a response on its way back).
+    ``None``: unknown."""
     try:
         engine = crawler.engine
     except RuntimeError:
