@@ -1,5 +1,6 @@
 """What the scheduler reads of Scrapy's engine: the requests it holds and the pages it has yet to score;
-the requests queued in its downloader, which the page budget takes back when it closes; and the call that
+whether requests wait unsent in its downloader (``FOCUSED_MAX_QUEUED_DOWNLOADS``); the requests queued there,
+which the page budget takes back when it closes; and the call that
 makes it ask for requests, which the scheduler's holds and idle wait schedule (:mod:`focused.core.holds`).
 
 Scrapy has no public API for these; they come from the engine's and the
@@ -46,19 +47,20 @@ def unscored_pages(crawler: Crawler) -> int | None:
     return len(queue) + len(active)
 
 
-def queued_downloads(crawler: Crawler) -> int | None:
-    """Requests the downloader holds and is not transferring: waiting in a slot (for a site's politeness delay
-    or a free connection) or in its middlewares (a robots.txt to fetch first, or a response on its way back).
-    ``None``: unknown."""
+def downloads_waiting(crawler: Crawler, n: int) -> bool:
+    """Whether ``n`` or more requests the downloader holds are not transferring: waiting in a slot (for a
+    site's politeness delay or a free connection) or in its middlewares (a robots.txt to fetch first, or a
+    response on its way back). ``False`` when unknown. Called for every request handed out: the slots are
+    only counted when the downloader holds ``n`` or more requests at all."""
     try:
         engine = crawler.engine
     except RuntimeError:
-        return None
+        return False
     downloader = getattr(engine, "downloader", None)
     active, slots = getattr(downloader, "active", None), getattr(downloader, "slots", None)
-    if not isinstance(active, set) or not isinstance(slots, dict):
-        return None
-    return len(active) - sum(len(getattr(slot, "transferring", ())) for slot in slots.values())
+    if not isinstance(active, set) or not isinstance(slots, dict) or len(active) < n:
+        return False
+    return len(active) - sum(len(getattr(slot, "transferring", ())) for slot in slots.values()) >= n
 
 
 def take_queued_downloads(crawler: Crawler) -> list[tuple[Request, Deferred[Any]]]:

@@ -64,7 +64,7 @@ from twisted.internet.defer import Deferred
 
 from focused import signals
 from focused.core.budget import PageBudget
-from focused.core.enginestate import engine_requests, queued_downloads, unscored_pages
+from focused.core.enginestate import downloads_waiting, engine_requests, unscored_pages
 from focused.core.fingerprints import UrlFingerprints
 from focused.core.holds import Holds, wake_later, wake_now
 from focused.core.rescoring import BackgroundRescores
@@ -340,13 +340,11 @@ class FocusedScheduler:
             # is through (each download's completion schedules its next call)
             self.stats.inc_value("focused/frontier/held_back")
             return None
-        if self.max_queued:
-            queued = queued_downloads(self.crawler)
-            if queued is not None and queued >= self.max_queued:
-                # a slow site's delay keeps them waiting: a request handed out now would be sent after them,
-                # its priority stale by then (the engine asks again when a download is through)
-                self.stats.inc_value("focused/frontier/held_back_queued")
-                return None
+        if self.max_queued and downloads_waiting(self.crawler, self.max_queued):
+            # a slow site's delay keeps them waiting: a request handed out now would be sent after them, its
+            # priority stale by then (the engine asks again when a download is through)
+            self.stats.inc_value("focused/frontier/held_back_queued")
+            return None
         held = self._holds.holding()
         if held is not None:  # a strict re-score's priorities or a model first (the engine is woken after)
             self.stats.inc_value(f"focused/frontier/held_back_{held}")
