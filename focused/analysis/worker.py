@@ -89,10 +89,6 @@ def analyze_page(
     return result
 
 
-#: Pages handed to the workers between two releases of the crawl process's verdict-head block
-#: (:meth:`AnalysisPool.submit`).
-RELEASE_EVERY = 100
-
 #: How often a worker checks that the crawl process is still there.
 PARENT_POLL_SECONDS = 0.5
 
@@ -183,7 +179,6 @@ class AnalysisPool:
         self.ready: Future[None] = Future()
         #: pages the workers returned: a pool that breaks before the first could not start
         self.completed = 0
-        self._submitted = 0
         self._executor = self._start()
 
     def _start(self) -> ProcessPoolExecutor:
@@ -203,27 +198,13 @@ class AnalysisPool:
                 ready.set_exception(exc if isinstance(exc, BrokenProcessPool) else BrokenProcessPool(repr(exc)))
             else:
                 ready.set_result(None)
-                self.release_head()
 
         self.ready = ready
         threading.Thread(target=start, name="focused-analysis-start", daemon=True).start()
         return executor
 
-    def release_head(self) -> None:
-        """Drop the crawl process's copy of the verdict head's scoring block: the workers judge the pages, so it
-        idles (20 MB for the Wikipedia critic); a page read here later builds it again."""
-        head = getattr(self.config.critic, "head", None)
-        if head is not None and hasattr(head, "release"):
-            head.release()
-
     def submit(self, html: str, url: str, encoding: str, follow: bool) -> Future[Analysis]:
-        """Queue a page (after :attr:`ready`, or the call waits for the workers to start).
-
-        Every :data:`RELEASE_EVERY` pages the head's block is released again: pages read in the crawl process
-        while the workers started can be judged after the first release and build it again."""
-        self._submitted += 1
-        if self._submitted % RELEASE_EVERY == 0:
-            self.release_head()
+        """Queue a page (after :attr:`ready`, or the call waits for the workers to start)."""
         return self._executor.submit(_analyze, html, url, encoding, follow)
 
     def restart(self) -> None:

@@ -68,36 +68,28 @@ class VerdictHead:
     #: positive-unlabelled scaling: Pr(class ``pu_class``) = min(1, g / ``pu_c``) (None: a plain head)
     pu_c: float | None = None
     pu_class: int = 0
-    # derived from ``coef`` when first needed (:meth:`_block`): the features that have a weight, each one's
-    # row (int32: 4 bytes a hashed id, not 8) in a dense block of their weights (n_used, n_classes). The idf
-    # of an unseen feature is taken page by page (a second dense array over the ids: 8 MB more for 2^20 ids).
-    _scoring: tuple[np.ndarray, np.ndarray] | None = field(init=False, repr=False, default=None)
+    # derived from ``coef`` when first needed (:meth:`_by_feature`): the weights feature by feature
+    _scoring: sp.csr_matrix | None = field(init=False, repr=False, default=None)
 
-    def _block(self) -> tuple[np.ndarray, np.ndarray]:
-        """The slot of every feature and the dense block of the weighted ones' weights, built once (again after
-        :meth:`release`)."""
+    def _by_feature(self) -> sp.csr_matrix:
+        """The weights as an (n_features, n_classes) CSR matrix (``coef`` transposed, float32), built once.
+
+        A page's scores are its weighted counts times this matrix: a sparse product that adds each class's
+        terms page feature by page feature, in the page's order, as the dense block of the weighted features'
+        weights that it replaced did, to the last bit (``tests/test_verdict_head_memory.py``), in a tenth of
+        the memory for the Wikipedia critic, whose frequent words have weights in every class (so the terms
+        are about as many) and rare ones in a few. Built from ``coef`` as it is stored (n_classes, n_features),
+        the product converted it on every call. Figures: docs/results.md, "Memory of the 3,000-page default
+        crawl"."""
         scoring = self._scoring
         if scoring is None:
-            # a page's scores are then one sparse-times-dense product over its weighted features; a sparse
-            # product with the (n_classes, n_features) weights cost 1 ms a page, a gather of (class, value)
-            # pairs 0.4 ms with 105 classes. The block holds 50,000 features x 105 classes in 21 MB for the
-            # Wikipedia critic.
-            used = np.unique(self.coef.indices)
-            slot = np.full(self.coef.shape[1], -1, dtype=np.int32)
-            slot[used] = np.arange(len(used), dtype=np.int32)
-            # C order: scipy ravels the dense operand of a product, which copies an F-ordered one every call
-            dense = np.ascontiguousarray(self.coef[:, used].T.toarray(), dtype=np.float32)
-            scoring = (slot, dense)
+            scoring = sp.csr_matrix(self.coef.T, dtype=np.float32)
+            scoring.sort_indices()
             object.__setattr__(self, "_scoring", scoring)
         return scoring
 
-    def release(self) -> None:
-        """Drop the scoring block (25 MB for the Wikipedia critic): a crawl process whose page-analysis worker
-        judges its pages keeps it for nothing. The next page judged here builds it again, the same."""
-        object.__setattr__(self, "_scoring", None)
-
     def __getstate__(self) -> dict[str, Any]:
-        """What a pickle holds (the page-analysis worker's copy): the weights, not the block derived from them."""
+        """What a pickle holds (the page-analysis worker's copy): the weights, not the matrix derived from them."""
         return {**self.__dict__, "_scoring": None}
 
     def tfidf(self, X: sp.csr_matrix) -> sp.csr_matrix:
@@ -120,13 +112,9 @@ class VerdictHead:
         n, k = X.shape[0], len(self.intercept)
         rows = np.repeat(np.arange(n), np.diff(X.indptr))
         weights = self._weights(X, rows)  # over every feature of the page: the norm counts them all
-        slot, block = self._block()
-        slots = np.take(slot, X.indices)
-        keep = slots >= 0
-        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[keep], minlength=n))])
-        # float32 as the block: a float64 matrix would make scipy copy the whole block to float64 every call
-        weighted = sp.csr_matrix((weights[keep].astype(np.float32), slots[keep], indptr), shape=(n, len(block)))
-        scores = np.asarray(weighted @ block, dtype=np.float64) + self.intercept[None, :]
+        # float32 as the weights: a float64 page would make scipy copy the weights to float64 every call
+        weighted = sp.csr_matrix((weights.astype(np.float32), X.indices, X.indptr), shape=X.shape)
+        scores = (weighted @ self._by_feature()).toarray().astype(np.float64) + self.intercept[None, :]
         prob = 1.0 / (1.0 + np.exp(-np.clip(scores, -500, 500)))
         total = prob.sum(axis=1, keepdims=True)
         post = np.where(total > 0, prob / np.maximum(total, 1e-300), 1.0 / k)
