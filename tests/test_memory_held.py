@@ -3,10 +3,12 @@ target keeps its own ids, not its page's array of all links' ids; a batch comple
 no model nobody would use (unless JOBDIR saves it)."""
 
 import gc
+import json
 import weakref
 from types import SimpleNamespace
 
 import numpy as np
+import pytest
 from scrapy import Spider
 from scrapy.utils.test import get_crawler
 from twisted.internet.defer import Deferred
@@ -15,7 +17,7 @@ from focused.extensions.apprentice.base import RelevanceFeedback
 from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.linkids import RaggedIds
 from focused.learning.apprentice.online import OnlineApprentice
-from focused.learning.apprentice.payload import LinkPayload, split_payloads
+from focused.learning.apprentice.payload import LinkPayload, split_tagged
 from focused.signals import LabelledPage
 
 
@@ -35,7 +37,7 @@ def test_a_waiting_link_does_not_keep_its_pages_array_of_ids():
     del payloads
     gc.collect()
     assert flat() is None  # only the waiting links' own ids are kept
-    waiting = [p.ids for key in sorted(online._pending) for p in split_payloads(online._pending[key])]
+    waiting = [p.ids for key in sorted(online._pending) for p in split_tagged(online._pending[key])]
     assert all(np.array_equal(a, b) and a.dtype == b.dtype for a, b in zip(waiting, expected, strict=True))
 
 
@@ -77,6 +79,62 @@ def test_a_checkpoint_of_waiting_links_is_read_back_per_target_and_checked():
         except ValueError:
             continue
         raise AssertionError(f"damaged {name} was read back")
+
+
+def _crawl_like_payloads(rng: np.random.Generator, n: int) -> list[LinkPayload]:
+    """Links as the crawler makes them: ~140 sorted ids of the 2**20 feature space (gaps of a few thousand)."""
+    rows = [np.unique(rng.integers(0, 2**20, int(rng.integers(100, 180)))).astype(np.int32) for _ in range(n)]
+    return [LinkPayload(ids, rng.normal(size=2).astype(np.float32)) for ids in rows]
+
+
+def test_waiting_links_take_half_their_int32_bytes_and_come_back_the_same():
+    rng = np.random.default_rng(0)
+    payloads = _crawl_like_payloads(rng, 40)
+    wide = LinkPayload(np.array([5, 200_000, 900_000], dtype=np.int32), np.ones(2, dtype=np.float32))
+    unsorted = LinkPayload(np.array([9, 3, 7], dtype=np.int32), np.zeros(2, dtype=np.float32))
+    payloads += [wide, unsorted]  # kept as they are: a gap too wide for 2 bytes, ids out of order
+    online = OnlineApprentice(Apprentice(n_side=2), snippet_critic=lambda texts, urls: np.zeros(len(texts)))
+    online.observe_links([f"http://a.test/{i}" for i in range(len(payloads))], payloads)
+    held = sum(len(joined) for joined in online._pending.values())
+    plain = sum(len(p.to_bytes()) for p in payloads)
+    assert held < 0.55 * plain
+    restored = OnlineApprentice(Apprentice(n_side=2), snippet_critic=lambda texts, urls: np.zeros(len(texts)))
+    restored.restore_arrays(online.state_arrays())
+    for i in range(len(payloads)):
+        restored.observe_page([f"http://a.test/{i}"], 0.25)
+    batch, _ = restored.take_batch()
+    assert len(batch) == len(payloads)
+    for got, want in zip(batch, payloads, strict=True):
+        assert got.ids.dtype == np.int32 and np.array_equal(got.ids, want.ids)
+        assert np.array_equal(got.side, want.side)
+
+
+def test_a_checkpoint_of_an_earlier_focused_is_read_back():
+    """Format 1 (no ``pending_format`` in the header): each pending link as :meth:`LinkPayload.to_bytes`."""
+    rng = np.random.default_rng(1)
+    payloads = _crawl_like_payloads(rng, 6)
+    online = OnlineApprentice(Apprentice(n_side=2), snippet_critic=lambda texts, urls: np.zeros(len(texts)))
+    online.observe_links([f"http://a.test/{i % 3}" for i in range(6)], payloads)
+    arrays = online.state_arrays()
+    header = json.loads(bytes(arrays["header"]).decode())
+    del header["pending_format"]
+    old = [p.to_bytes() for p in (payloads[0], payloads[3], payloads[1], payloads[4], payloads[2], payloads[5])]
+    earlier = {
+        **arrays,
+        "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8),
+        "pending_data": np.frombuffer(b"".join(old), dtype=np.uint8),
+        "pending_lengths": np.array([len(b) for b in old], dtype=np.int64),
+    }
+    restored = OnlineApprentice(Apprentice(n_side=2), snippet_critic=lambda texts, urls: np.zeros(len(texts)))
+    restored.restore_arrays(earlier)
+    assert restored.pending_links == 6
+    for n in range(3):
+        restored.observe_page([f"http://a.test/{n}"], 1.0)
+    batch, _ = restored.take_batch()
+    assert [p.ids.tolist() for p in batch] == [payloads[i].ids.tolist() for i in (0, 3, 1, 4, 2, 5)]
+    header["pending_format"] = 3  # a later focused's: refused, not misread
+    with pytest.raises(ValueError, match="format 3"):
+        restored.restore_arrays({**arrays, "header": np.frombuffer(json.dumps(header).encode(), dtype=np.uint8)})
 
 
 def test_the_waiting_links_become_the_same_instances():

@@ -14,9 +14,18 @@ from typing import Any
 import numpy as np
 
 from focused.learning.apprentice.linkbatch import LinkBatch
-from focused.learning.apprentice.payload import LinkPayload
+from focused.learning.apprentice.payload import (
+    DELTAS,
+    LINK,
+    LinkPayload,
+    compact_bytes,
+    decode_link,
+    decode_links,
+    encode_links,
+    restart_sums,
+)
 
-_LINK, _DELTAS, _JSON, _BYTES = b"L", b"D", b"J", b"B"
+_JSON, _BYTES = b"J", b"B"
 
 
 def encode_payload(payload: Any) -> bytes:
@@ -27,57 +36,27 @@ def encode_payload(payload: Any) -> bytes:
     when every gap fits; otherwise as ``to_bytes``.
     """
     if isinstance(payload, LinkPayload):
-        return _compact(payload) or _LINK + payload.to_bytes()
+        return compact_bytes(payload) or LINK + payload.to_bytes()
     if isinstance(payload, bytes | bytearray):
         return _BYTES + bytes(payload)
     return _JSON + json.dumps(payload, separators=(",", ":")).encode()
 
 
 def encode_payloads(payloads: Sequence[Any]) -> list[bytes]:
-    """:func:`encode_payload` of each payload; the link payloads of a page
-    together (the same bytes: their gaps, views and headers in a few array operations, then a slice
-    of each per link, instead of half a dozen array operations per link)."""
-    out: list[bytes] = [b""] * len(payloads)
+    """:func:`encode_payload` of each payload; the link payloads of a page together
+    (:func:`~focused.learning.apprentice.payload.encode_links`: the same bytes, in a few array operations)."""
     links = [i for i, p in enumerate(payloads) if isinstance(p, LinkPayload)]
-    ks = {0 if payloads[i].side is None else len(payloads[i].side) for i in links}
-    if len(ks) != 1:  # no link payloads, or mixed side views: one by one
-        return [encode_payload(p) for p in payloads]
-    for i, payload in enumerate(payloads):
-        if not isinstance(payload, LinkPayload):
-            out[i] = encode_payload(payload)
-    k = ks.pop()
-    rows = [np.asarray(payloads[i].ids, dtype=np.int32) for i in links]
-    lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
-    ids = np.concatenate(rows)
-    starts = np.cumsum(lengths) - lengths
-    gaps = np.empty_like(ids)
-    if ids.size:
-        np.subtract(ids[1:], ids[:-1], out=gaps[1:])
-    first = starts[lengths > 0]
-    gaps[first] = ids[first]  # each payload's first gap counts from 0
-    wide = np.zeros(len(links), dtype=bool)
-    if first.size:  # a negative gap (unsorted ids) wraps to a large one
-        wide[lengths > 0] = np.maximum.reduceat(gaps.view(np.uint32), first) > 0xFFFF
-    body = gaps.astype("<u2").tobytes()
-    side = np.stack([payloads[i].side for i in links]).astype("<f4").tobytes() if k else b""
-    plain = ids.astype("<i4").tobytes() if wide.any() else b""  # the ids of LinkPayload.to_bytes, all at once
-    kind = bytes((k,))
-    for j, (i, a, n, too_wide) in enumerate(zip(links, starts.tolist(), lengths.tolist(), wide.tolist(), strict=True)):
-        views = side[4 * k * j : 4 * k * (j + 1)]
-        if too_wide:  # a gap too wide for 2 bytes (or unsorted ids): the plain kind, _LINK + to_bytes()
-            out[i] = _LINK + n.to_bytes(4, "little") + plain[4 * a : 4 * (a + n)] + kind + views
-        else:
-            out[i] = _DELTAS + n.to_bytes(4, "little") + kind + views + body[2 * a : 2 * (a + n)]
+    out = [b"" if isinstance(p, LinkPayload) else encode_payload(p) for p in payloads]
+    for i, blob in zip(links, encode_links([payloads[i] for i in links]), strict=True):
+        out[i] = blob
     return out
 
 
 def decode_payload(data: bytes) -> Any:
     """Inverse of :func:`encode_payload`; ``ValueError`` for bytes it did not write."""
     kind, body = data[:1], data[1:]
-    if kind == _DELTAS:
-        return _expand(body)
-    if kind == _LINK:
-        return LinkPayload.from_bytes(body)
+    if kind in (DELTAS, LINK):
+        return decode_link(data)
     if kind == _BYTES:
         return body
     if kind == _JSON:
@@ -86,34 +65,15 @@ def decode_payload(data: bytes) -> Any:
 
 
 def decode_payloads(blobs: Sequence[bytes]) -> list[Any]:
-    """:func:`decode_payload` of each blob, the compact link payloads decoded together.
-
-    Re-scoring decodes every parent's payload of every waiting URL at once (tens of thousands); one
-    ``cumsum`` over all their gaps, restarted at each payload, replaces one per payload. Equal to
-    decoding them one by one (the same integer ids, the same side views).
-    """
+    """:func:`decode_payload` of each blob, the link payloads decoded together
+    (:func:`~focused.learning.apprentice.payload.decode_links`: one ``cumsum`` over all the compact ones' gaps)."""
     out: list[Any] = [None] * len(blobs)
-    where: list[int] = []
-    counts: list[int] = []
-    sides: list[np.ndarray | None] = []
-    gaps: list[bytes] = []
+    links = [i for i, blob in enumerate(blobs) if blob[:1] in (DELTAS, LINK)]
     for i, blob in enumerate(blobs):
-        if blob[:1] != _DELTAS:
+        if blob[:1] not in (DELTAS, LINK):
             out[i] = decode_payload(blob)
-            continue
-        n, k = _layout(blob, 1)
-        start = 6 + 4 * k
-        where.append(i)
-        counts.append(n)
-        sides.append(np.frombuffer(blob, dtype="<f4", count=k, offset=6) if k else None)
-        gaps.append(blob[start:])
-    if not where:
-        return out
-    ids32 = _ids_from_gaps(b"".join(gaps), np.asarray(counts, dtype=np.int64))
-    ends = np.cumsum(counts)
-    starts = ends - np.asarray(counts)
-    for i, a, b, side in zip(where, starts.tolist(), ends.tolist(), sides, strict=True):
-        out[i] = LinkPayload(ids32[a:b], side)
+    for i, payload in zip(links, decode_links([blobs[i] for i in links]), strict=True):
+        out[i] = payload
     return out
 
 
@@ -134,8 +94,8 @@ def decode_link_batch(blobs_per_entry: Sequence[Sequence[bytes]]) -> LinkBatch |
     if length.min() < 6:
         return None
     header = np.frombuffer(b"".join([blob[:6] for blob in blobs]), dtype=_HEADER)
-    compact = header["kind"] == _DELTAS[0]
-    plain = np.flatnonzero(header["kind"] == _LINK[0])
+    compact = header["kind"] == DELTAS[0]
+    plain = np.flatnonzero(header["kind"] == LINK[0])
     if compact.sum() + plain.size != len(blobs):
         return None
     counts = header["n"].astype(np.int64)
@@ -151,7 +111,7 @@ def decode_link_batch(blobs_per_entry: Sequence[Sequence[bytes]]) -> LinkBatch |
     if np.any(length != expected):
         raise ValueError("damaged link payload")
     # Every payload's ids as gaps, in payload order (a compact payload's are stored; a plain one's are taken
-    # between its ids), then one running sum restarted at each payload: the ids again (module ``_restart_sums``).
+    # between its ids), then one running sum restarted at each payload: the ids again (``restart_sums``).
     total = int(counts.sum())
     gaps = np.empty(total, dtype=np.uint32)
     side = np.empty((len(blobs), k), dtype="<f4") if k else None
@@ -181,7 +141,7 @@ def decode_link_batch(blobs_per_entry: Sequence[Sequence[bytes]]) -> LinkBatch |
         if side is not None:
             views = [blob[6 + 4 * m :] for blob, m in zip(parts, n.tolist(), strict=True)]
             side[plain] = np.frombuffer(b"".join(views), dtype="<f4").reshape(-1, k)
-    ids = _restart_sums(gaps, counts).view(np.int32)
+    ids = restart_sums(gaps, counts).view(np.int32)
     return LinkBatch(sizes, counts, ids, side)
 
 
@@ -242,7 +202,7 @@ def _joined_link_batch(buf: bytes, offs: np.ndarray, length: np.ndarray, sizes: 
 
     The headers and side views are gathered from the joined bytes with array operations; each payload's
     gaps or ids are cut out with one slice and joined, and one running sum restarted at each compact
-    payload (``_restart_sums``) turns the gaps into ids.
+    payload (``restart_sums``) turns the gaps into ids.
     """
     if not len(offs):
         return LinkBatch(sizes, np.zeros(0, np.int64), np.zeros(0, np.int32), None)
@@ -250,8 +210,8 @@ def _joined_link_batch(buf: bytes, offs: np.ndarray, length: np.ndarray, sizes: 
         return None
     u8 = np.frombuffer(buf, dtype=np.uint8)
     kind = u8[offs]
-    delta = kind == _DELTAS[0]
-    plain = kind == _LINK[0]
+    delta = kind == DELTAS[0]
+    plain = kind == LINK[0]
     if not np.all(delta | plain):
         return None
     counts = _u32_at(u8, offs + 1)
@@ -274,7 +234,7 @@ def _joined_link_batch(buf: bytes, offs: np.ndarray, length: np.ndarray, sizes: 
         starts = offs[delta] + 6 + 4 * k
         ends = starts + 2 * counts[delta]
         gaps = np.frombuffer(b"".join([buf[a:b] for a, b in zip(starts.tolist(), ends.tolist(), strict=True)]), "<u2")
-        ids = _restart_sums(gaps.astype(np.uint32), counts[delta]).view(np.int32)
+        ids = restart_sums(gaps.astype(np.uint32), counts[delta]).view(np.int32)
     if plain.any():
         starts = offs[plain] + 5
         ends = starts + 4 * counts[plain]
@@ -290,62 +250,5 @@ def _joined_link_batch(buf: bytes, offs: np.ndarray, length: np.ndarray, sizes: 
     return LinkBatch(sizes, counts, ids, side)
 
 
-def _ids_from_gaps(gaps: bytes, counts: np.ndarray) -> np.ndarray:
-    """The int32 ids of consecutive compact payloads from their 2-byte gaps joined (``counts[i]`` each): one
-    ``cumsum`` over all, restarted at each payload (its first gap counts from 0)."""
-    return _restart_sums(np.frombuffer(gaps, dtype="<u2").astype(np.uint32), counts).view(np.int32)
-
-
-def _restart_sums(gaps: np.ndarray, counts: np.ndarray) -> np.ndarray:
-    """The running sums of ``gaps`` (uint32, overwritten) restarted at each run of ``counts[i]`` values, modulo 2**32.
-
-    One ``cumsum`` in uint32 over all runs: each run's first gap is lowered by the previous run's sum
-    (its last id), which the running sum then cancels; the modulo arithmetic is exact for int32 ids.
-    """
-    runs = counts[counts > 0]
-    if not runs.size:
-        return gaps
-    firsts = np.cumsum(runs) - runs
-    sums = np.add.reduceat(gaps, firsts, dtype=np.uint32)
-    gaps[firsts[1:]] -= sums[:-1]  # in place: the caller's array of gaps is spent
-    return np.cumsum(gaps, dtype=np.uint32, out=gaps)
-
-
 #: The header of a compact link payload: kind, number of ids, number of side views.
 _HEADER = np.dtype([("kind", "u1"), ("n", "<u4"), ("k", "u1")])
-
-
-def _compact(payload: LinkPayload) -> bytes | None:
-    """``D<u4 n><u1 k><k x f4 side><n x u2 gaps>`` (the first gap from 0), or None if the ids are not
-    sorted or a gap is 65,536 or more."""
-    ids = np.asarray(payload.ids, dtype=np.int32)
-    if ids.size:
-        gaps = np.empty(ids.size, dtype=np.int32)
-        gaps[0] = ids[0]
-        np.subtract(ids[1:], ids[:-1], out=gaps[1:])
-        if gaps.view(np.uint32).max() > 0xFFFF:  # a negative gap (unsorted) wraps to a large one
-            return None
-        body = gaps.astype("<u2").tobytes()
-    else:
-        body = b""
-    side = b"" if payload.side is None else np.ascontiguousarray(payload.side, dtype="<f4").tobytes()
-    k = 0 if payload.side is None else len(payload.side)
-    return _DELTAS + len(ids).to_bytes(4, "little") + bytes((k,)) + side + body
-
-
-def _layout(data: bytes, start: int = 0) -> tuple[int, int]:
-    """``(n ids, k side values)`` of the compact link payload body at ``data[start:]``; ``ValueError`` if
-    it is damaged (too short, or not exactly as long as its header says)."""
-    if len(data) - start < 5:
-        raise ValueError("damaged link payload")
-    n, k = int.from_bytes(data[start : start + 4], "little"), data[start + 4]
-    if len(data) - start != 5 + 4 * k + 2 * n:
-        raise ValueError("damaged link payload")
-    return n, k
-
-
-def _expand(body: bytes) -> LinkPayload:
-    n, k = _layout(body)
-    side = np.frombuffer(body, dtype="<f4", count=k, offset=5) if k else None
-    ids = np.cumsum(np.frombuffer(body, dtype="<u2", count=n, offset=5 + 4 * k), dtype=np.int32)
-    return LinkPayload(ids, side)

@@ -24,7 +24,10 @@ from focused.learning.apprentice.online import OnlineApprentice
 from focused.learning.modelfile import read_npz
 
 FORMAT = "focused.apprentice-checkpoint"
-FORMAT_VERSION = 1
+#: 2: the pending links' payloads tagged, their ids as 2-byte gaps where they fit
+#: (:data:`~focused.learning.apprentice.state.PENDING_FORMAT`); 1 is read too.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 POINTER = "current.json"
 LEARNER, MODEL, STATE = "learner.npz", "model.npz", "online.npz"
 
@@ -105,8 +108,9 @@ def _read_pointer(folder: Path) -> dict[str, Any] | None:
         raise CheckpointError(f"{path} is damaged ({exc}); start the crawl with a new JOBDIR") from exc
     if not isinstance(info, dict) or info.get("format") != FORMAT or not isinstance(info.get("current"), int):
         raise CheckpointError(f"{path} is not an apprentice checkpoint; start the crawl with a new JOBDIR")
-    if info.get("format_version") != FORMAT_VERSION:
+    if info.get("format_version") not in READABLE_VERSIONS:
         raise CheckpointError(
-            f"{path} has format version {info.get('format_version')!r}, this focused reads {FORMAT_VERSION}"
+            f"{path} has format version {info.get('format_version')!r}, this focused reads "
+            + " and ".join(map(str, READABLE_VERSIONS))
         )
     return info

@@ -41,7 +41,7 @@ from focused.learning.apprentice.linkbatch import LinkBatch
 from focused.learning.apprentice.linkids import parse_for_links
 from focused.learning.apprentice.model import ApprenticeModel
 from focused.learning.apprentice.pagelinks import page_payloads
-from focused.learning.apprentice.payload import LinkPayload, page_key, payload_lengths, split_payloads
+from focused.learning.apprentice.payload import LinkPayload, encode_links, page_key, split_tagged, tagged_lengths
 from focused.learning.apprentice.payload import unpack as _unpack
 from focused.learning.apprentice.siblings import SiblingFeedback, payload_tags
 from focused.learning.apprentice.state import OnlineState
@@ -117,8 +117,9 @@ class OnlineApprentice(OnlineState):
         self.aggregation = aggregation
         self.model: ApprenticeModel | None = None
         self._lock = threading.Lock()
-        #: the links of fetched pages whose targets are not judged yet: per target, their payloads' bytes
-        #: joined (:meth:`LinkPayload.to_bytes`; no object per link for the garbage collector to walk)
+        #: the links of fetched pages whose targets are not judged yet: per target, their payloads' tagged bytes
+        #: joined (:func:`~focused.learning.apprentice.payload.encode_links`: the ids as 2-byte gaps where they
+        #: fit; no object per link for the garbage collector to walk)
         self._pending: dict[str, bytearray] = {}
         self._n_pending = 0
         #: links kept in ``_pending`` at most (0: no limit), and the links dropped to keep to it
@@ -168,6 +169,7 @@ class OnlineApprentice(OnlineState):
                 self.siblings.note_source(payloads)
             to_judged: list[LinkPayload] = []
             judged: list[float] = []
+            waiting: list[tuple[str, LinkPayload]] = []
             for link, payload in zip(links, payloads, strict=True):
                 key = page_key(link)
                 relevance = self._fetched.get(key)
@@ -178,8 +180,11 @@ class OnlineApprentice(OnlineState):
                     to_judged.append(payload)
                     judged.append(relevance)
                 else:
-                    self._pending.setdefault(key, bytearray()).extend(payload.to_bytes())
-                    self._n_pending += 1
+                    waiting.append((key, payload))
+            # kept as their tagged bytes, the ids as 2-byte gaps where they fit (half of their int32 bytes)
+            for (key, _), blob in zip(waiting, encode_links([payload for _, payload in waiting]), strict=True):
+                self._pending.setdefault(key, bytearray()).extend(blob)
+            self._n_pending += len(waiting)
             if self.max_pending and self._n_pending > self.max_pending:
                 self._drop_pending()
             if self.siblings is not None and to_judged:
@@ -194,7 +199,7 @@ class OnlineApprentice(OnlineState):
         for key, joined in self._pending.items():
             if n <= goal:
                 break
-            n -= len(payload_lengths(joined))
+            n -= len(tagged_lengths(joined))
             doomed.append(key)
         for key in doomed:
             del self._pending[key]
@@ -212,7 +217,7 @@ class OnlineApprentice(OnlineState):
                 self._fetched[key] = float(relevance)
                 waiting = self._pending.pop(key, None)
                 if waiting is not None:
-                    links = split_payloads(waiting)
+                    links = split_tagged(waiting)
                     self._n_pending -= len(links)
                     found += links
             self._buffer.extend((payload, float(relevance)) for payload in found)

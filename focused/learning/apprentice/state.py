@@ -14,12 +14,18 @@ from collections.abc import Mapping
 import numpy as np
 
 from focused.learning.apprentice.explore import NoveltyBonus
-from focused.learning.apprentice.payload import LinkPayload, payload_lengths
+from focused.learning.apprentice.payload import LINK, LinkPayload, payload_lengths, tagged_lengths
 from focused.learning.apprentice.payload import pack as _pack
 from focused.learning.apprentice.payload import unpack_bytes as _unpack_bytes
 from focused.learning.apprentice.siblings import SiblingFeedback
 
 __all__ = ["OnlineState"]
+
+
+#: How the pending links' bytes are written: 2, each tagged (:func:`~focused.learning.apprentice.payload
+#: .encode_links`: the ids as 2-byte gaps where they fit); 1 (the checkpoints of an earlier focused, no
+#: ``pending_format`` in their header), each :meth:`LinkPayload.to_bytes`, read back tagged as :data:`LINK`.
+PENDING_FORMAT = 2
 
 
 class OnlineState:
@@ -38,8 +44,9 @@ class OnlineState:
     def state_arrays(self) -> dict[str, np.ndarray]:
         """The crawl-time state (pending links, fetched pages, buffered instances) as plain arrays.
 
-        No pickle: payloads as bytes (:meth:`LinkPayload.to_bytes`), URL keys as
-        JSON text. The learner and the model are saved separately.
+        No pickle: payloads as bytes (the pending links' tagged bytes, :data:`PENDING_FORMAT`; the buffered
+        instances' :meth:`LinkPayload.to_bytes`), URL keys as JSON text. The learner and the model are saved
+        separately.
         """
         with self._lock:
             pending_keys = list(self._pending)
@@ -51,11 +58,12 @@ class OnlineState:
             header = {
                 "pages_in_batch": self._pages_in_batch,
                 "instances_seen": self.instances_seen,
+                "pending_format": PENDING_FORMAT,
                 "pending_keys": pending_keys,
                 "fetched_keys": fetched_keys,
             }
         # the file keeps every pending link's length and each target's count of them (as when they were objects)
-        split = [payload_lengths(joined) for joined in pending]
+        split = [tagged_lengths(joined) for joined in pending]
         counts = np.array([len(lengths) for lengths in split], dtype=np.int64)
         pending_lengths = np.array([n for lengths in split for n in lengths], dtype=np.int64)
         pending_data = np.frombuffer(b"".join(pending), dtype=np.uint8) if pending else np.zeros(0, np.uint8)
@@ -76,8 +84,15 @@ class OnlineState:
     def restore_arrays(self, arrays: Mapping[str, np.ndarray]) -> None:
         """Inverse of :meth:`state_arrays`; ``ValueError`` (or ``KeyError``) for arrays it did not write."""
         header = json.loads(bytes(arrays["header"]).decode())
+        pending_format = header.get("pending_format", 1)
+        if pending_format not in (1, PENDING_FORMAT):
+            raise ValueError(f"pending links of format {pending_format!r}; this focused reads 1 and {PENDING_FORMAT}")
         grouped = _pending_per_target(
-            header["pending_keys"], arrays["pending_data"], arrays["pending_lengths"], arrays["pending_counts"]
+            header["pending_keys"],
+            arrays["pending_data"],
+            arrays["pending_lengths"],
+            arrays["pending_counts"],
+            tagged=pending_format == PENDING_FORMAT,
         )
         fetched = [float(r) for r in arrays["fetched"]]
         if len(header["fetched_keys"]) != len(fetched):
@@ -100,21 +115,31 @@ class OnlineState:
 
 
 def _pending_per_target(
-    keys: list[str], data: np.ndarray, lengths: np.ndarray, counts: np.ndarray
+    keys: list[str], data: np.ndarray, lengths: np.ndarray, counts: np.ndarray, *, tagged: bool = True
 ) -> dict[str, bytearray]:
     """The pending links' payloads as :meth:`OnlineState.state_arrays` wrote them, joined per target as the
     apprentice keeps them: slices of the file's bytes, each payload checked against its own header
-    (:func:`payload_lengths`, what :meth:`LinkPayload.from_bytes` checks); ``ValueError`` when they disagree."""
+    (:func:`tagged_lengths`; :func:`payload_lengths` for a checkpoint of format 1, whose payloads are then tagged
+    :data:`LINK` one by one); ``ValueError`` when they disagree."""
     raw = np.asarray(data, dtype=np.uint8).tobytes()
     sizes = [int(n) for n in lengths]
     n_links = [int(c) for c in counts]
     if len(keys) != len(n_links) or min(n_links, default=0) < 0 or sum(n_links) != len(sizes):
         raise ValueError("pending links do not match their keys")
-    if payload_lengths(raw) != sizes:
+    if (tagged_lengths(raw) if tagged else payload_lengths(raw)) != sizes:
         raise ValueError("payload lengths do not match the data")
     offsets = np.concatenate(([0], np.cumsum(sizes, dtype=np.int64))).tolist()
     firsts = np.concatenate(([0], np.cumsum(n_links, dtype=np.int64))).tolist()
     view = memoryview(raw)
-    return {
-        key: bytearray(view[offsets[a] : offsets[b]]) for key, a, b in zip(keys, firsts[:-1], firsts[1:], strict=True)
-    }
+    if tagged:
+        return {
+            key: bytearray(view[offsets[a] : offsets[b]])
+            for key, a, b in zip(keys, firsts[:-1], firsts[1:], strict=True)
+        }
+    grouped: dict[str, bytearray] = {}
+    for key, a, b in zip(keys, firsts[:-1], firsts[1:], strict=True):
+        joined = grouped[key] = bytearray()
+        for i in range(a, b):
+            joined += LINK
+            joined += view[offsets[i] : offsets[i + 1]]
+    return grouped
