@@ -107,6 +107,52 @@ def test_the_start_ups_free_memory_goes_back_once_the_engine_starts(monkeypatch)
     assert trims == [1]
 
 
+@needs_glibc
+def test_the_heaps_are_trimmed_every_so_many_responses_in_a_thread(monkeypatch):
+    """A crawl's small objects come and go and leave whole free pages in the heaps: trimmed every
+    ``TRIM_EVERY`` responses, off the reactor thread, never two trims at once."""
+    import threading
+
+    from scrapy import signals
+    from twisted.internet.defer import Deferred
+
+    from focused.extensions import malloc as extension
+
+    where: list[str] = []
+    monkeypatch.setattr(malloc, "trim", lambda: where.append(threading.current_thread().name) or True)
+    pending: list[Deferred] = []
+
+    def in_thread(f):  # Twisted's thread pool, held until the test lets it finish
+        done: Deferred = Deferred()
+        pending.append(done)
+        worker = threading.Thread(target=f, name="pool")
+        worker.start()
+        worker.join()
+        return done
+
+    monkeypatch.setattr(extension, "deferToThread", in_thread)
+    crawler = get_crawler(Spider, settings_dict={"MEMUSAGE_ENABLED": False})
+    ext = MallocTuning.from_crawler(crawler)
+    assert ext.tuned
+
+    def respond(n: int) -> None:
+        for _ in range(n):
+            crawler.signals.send_catch_log(signals.response_received)
+
+    respond(extension.TRIM_EVERY - 1)
+    assert where == []
+    respond(1)
+    assert where == ["pool"] and crawler.stats.get_value("focused/malloc/trims") is None
+    respond(extension.TRIM_EVERY)  # the first trim still running: none more
+    assert where == ["pool"]
+    pending.pop().callback(True)
+    assert crawler.stats.get_value("focused/malloc/trims") == 1
+    respond(extension.TRIM_EVERY)
+    assert where == ["pool", "pool"]
+    pending.pop().callback(True)
+    assert crawler.stats.get_value("focused/malloc/trims") == 2
+
+
 def test_false_leaves_the_allocator_alone():
     with pytest.raises(NotConfigured):
         MallocTuning.from_crawler(get_crawler(Spider, settings_dict={"FOCUSED_MALLOC_TUNING": False}))
