@@ -1,5 +1,9 @@
 """What the apprentice keeps per link until its target is fetched, and the key that matches pages.
 
+A link's payload goes to bytes in two ways: :meth:`LinkPayload.to_bytes` (its ids as int32), and the tagged bytes
+of :func:`encode_links` (its ids as 2-byte gaps where they fit), which the apprentice keeps for the links waiting for
+their targets and the frontier stores (:mod:`focused.frontier.payloads`) with every waiting URL.
+
 Scrapy-free; used by :mod:`focused.learning.apprentice.online`.
 """
 
@@ -26,7 +30,6 @@ __all__ = [
     "page_key",
     "payload_lengths",
     "restart_sums",
-    "split_payloads",
     "split_tagged",
     "tagged_lengths",
     "target_group",
@@ -268,8 +271,9 @@ def pack(payloads: Sequence[LinkPayload]) -> tuple[np.ndarray, np.ndarray]:
 
 
 def payload_lengths(data: bytes | bytearray) -> list[int]:
-    """The lengths of the :meth:`LinkPayload.to_bytes` payloads joined in ``data``, read from their headers;
-    ``ValueError`` when the last one does not end where ``data`` does."""
+    """The lengths of the :meth:`LinkPayload.to_bytes` payloads joined in ``data`` (the pending links of an
+    apprentice checkpoint of format 1), read from their headers; ``ValueError`` when the last one does not end
+    where ``data`` does."""
     lengths: list[int] = []
     at, size = 0, len(data)
     while at < size:
@@ -281,15 +285,6 @@ def payload_lengths(data: bytes | bytearray) -> list[int]:
     if at != size:
         raise ValueError("damaged link payload")
     return lengths
-
-
-def split_payloads(data: bytes | bytearray) -> list[LinkPayload]:
-    """The payloads joined in ``data`` (:func:`payload_lengths`), each with ids of its own."""
-    view, out, at = memoryview(data), [], 0
-    for length in payload_lengths(data):
-        out.append(LinkPayload.from_bytes(bytes(view[at : at + length])))
-        at += length
-    return out
 
 
 def unpack_bytes(data: np.ndarray, lengths: np.ndarray) -> list[LinkPayload]:
