@@ -42,8 +42,8 @@ def test_a_waiting_link_does_not_keep_its_pages_array_of_ids():
 
 
 def test_the_waiting_links_are_nothing_for_the_garbage_collector_to_walk():
-    """A long crawl's waiting links (146,000 at 3,000 Wikipedia pages) were an object each, which every full
-    collection walked on the reactor thread; as bytes they are not tracked at all."""
+    """A long crawl's waiting links (on the live web up to ``FOCUSED_APPRENTICE_MAX_PENDING``) were an object each,
+    which every full collection walked on the reactor thread; as bytes they are not tracked at all."""
     online = OnlineApprentice(Apprentice(n_side=2), snippet_critic=lambda texts, urls: np.zeros(len(texts)))
     for page in range(50):
         payloads, _ = _page_payloads()
