@@ -13,7 +13,7 @@ import pytest
 
 from focused.learning.apprentice.learner import Apprentice
 from focused.learning.apprentice.online import OnlineApprentice
-from focused.learning.apprentice.payload import LinkPayload
+from focused.learning.apprentice.payload import LinkPayload, encode_links
 from focused.learning.apprentice.shared import SharedLearning, model_to_bytes
 
 N_FEATURES = 2**10
@@ -82,13 +82,13 @@ def test_a_link_and_its_targets_verdict_meet_whichever_worker_sees_them(redis_se
     a.observe_links(["http://x.test/v", "http://x.test/w#top"], [payload(True, 0), payload(False, 1)])
     assert instances(a) == []
     assert b.observe_page(["http://x.test/v/index.html"], 0.75) == 1
-    assert instances(a) == [(0.75, payload(True, 0).to_bytes())]
+    assert instances(a) == [(0.75, encode_links([payload(True, 0)])[0])]  # tagged: the ids as 2-byte gaps
     # a page judged first (by a, under an alias), a link to it found later by b: an instance at once
     assert a.observe_page(["http://x.test/z", "http://X.test/w"], 0.125) == 2
     assert [r for r, _ in instances(a)] == [0.75, 0.125]
     assert b.observe_links(["http://x.test/z"], [payload(False, 2)]) == 1
     got = instances(b)
-    assert got[-1] == (0.125, payload(False, 2).to_bytes())
+    assert got[-1] == (0.125, encode_links([payload(False, 2)])[0])
     assert len(got) == 3
     # the leader's learner gets every instance once
     assert b.acquire() and not a.acquire()
@@ -242,6 +242,42 @@ def test_malformed_instances_are_skipped_in_one_line(redis_server, prefix, caplo
         f"Shared apprentice {prefix}: skipped 3 malformed instances or instances of other apprentice settings "
         "(give every worker the same FOCUSED_APPRENTICE_* settings)"
     ]
+
+
+def test_links_take_half_their_int32_bytes_in_redis_and_an_earlier_focuseds_instances_are_still_learnt(
+    redis_server, prefix
+):
+    a = worker(redis_server, prefix, n_features=2**20)
+    rng = np.random.default_rng(0)
+    links = [LinkPayload(np.unique(rng.integers(0, 2**20, 180)).astype(np.int32)) for _ in range(20)]
+    a.observe_links([f"http://x.test/t{i}" for i in range(20)], links)
+    members = a.client.zrange(a.k["pending"], 0, -1)
+    assert sum(map(len, members)) < 0.6 * sum(len(p.to_bytes()) + 40 for p in links)
+    for i in range(20):
+        a.observe_page([f"http://x.test/t{i}"], 0.9 if i % 2 else 0.1)
+    # instances an earlier focused pushed, as LinkPayload.to_bytes (one id count of each parity: 3 and 2 ids)
+    old = [LinkPayload(np.array([7, 9, 11], dtype=np.int32)), LinkPayload(np.array([5, 900_000], dtype=np.int32))]
+    a.client.rpush(a.k["instances"], *[np.float64(0.5).tobytes() + p.to_bytes() for p in old])
+    assert a.acquire()
+    a.client.set(a.k["pages"], 4)
+    result = a.train_batch()
+    assert result.added == 22 and a.online.learner.n_instances == 22
+
+
+def test_an_instance_reads_the_same_from_its_tagged_bytes_and_from_an_earlier_focuseds():
+    from focused.learning.apprentice.shared import instance_payload
+
+    rng = np.random.default_rng(1)
+    for n in [0, 1, 2, 67, 68, 76, 300]:  # 68 and 76 start an earlier payload with b"D" and b"L"
+        for k in (0, 2, 3):
+            ids = np.sort(rng.integers(0, 2**20, n)).astype(np.int32)
+            side = rng.normal(size=k).astype(np.float32) if k else None
+            payload = LinkPayload(ids, side)
+            for blob in (payload.to_bytes(), encode_links([payload])[0]):
+                got = instance_payload(blob)
+                assert np.array_equal(got.ids, ids) and (k == 0 or np.array_equal(got.side, side))
+    with pytest.raises(ValueError):
+        instance_payload(b"garbage")
 
 
 def test_the_instances_a_bounded_leader_drops_leave_redis_too(redis_server, prefix):

@@ -7,7 +7,8 @@ whichever workers fetched u and v. Keys, under ``<prefix>:apprentice:``::
 
     pending             ZSET    links (u, v) whose target v is not judged yet, scores all 0; a member is
                                 the digest of v's page key (16 bytes), a tag that keeps equal links apart
-                                (24 bytes: a sequence number and the worker's token) and the link payload,
+                                (24 bytes: a sequence number and the worker's token) and the link payload
+                                (its tagged bytes, ``encode_links``: the ids as 2-byte gaps where they fit),
                                 so that one ZRANGEBYLEX finds the links of a page
     verdicts            HASH    page key -> Pr(c*|v), 8 bytes little-endian float64
     instances           LIST    every instance: the verdict's 8 bytes + the link payload; those the
@@ -52,7 +53,7 @@ import redis
 
 from focused.learning.apprentice.model import ApprenticeModel
 from focused.learning.apprentice.online import OnlineApprentice
-from focused.learning.apprentice.payload import LinkPayload, page_key
+from focused.learning.apprentice.payload import LinkPayload, decode_link, encode_links, page_key
 from focused.learning.modelfile import ModelFileError
 
 logger = logging.getLogger(__name__)
@@ -156,6 +157,18 @@ class Trained(NamedTuple):
     model: ApprenticeModel | None
 
 
+def instance_payload(blob: bytes) -> LinkPayload:
+    """The link payload of an instance or a pending link: its tagged bytes
+    (:func:`~focused.learning.apprentice.payload.encode_links`), or :meth:`LinkPayload.to_bytes` as an earlier
+    focused wrote them in the same Redis: those are never read as tagged ones, whose length is even (a header of
+    6 bytes, then 2-byte gaps or 4-byte ids and views) where theirs is odd (5 bytes, then 4-byte ids and views);
+    ``ValueError`` if neither."""
+    try:
+        return decode_link(blob)
+    except ValueError:
+        return LinkPayload.from_bytes(blob)
+
+
 def model_to_bytes(model: ApprenticeModel) -> bytes:
     """The model file of ``model`` (:meth:`ApprenticeModel.save`: npz of plain arrays, no pickle) as bytes."""
     with tempfile.TemporaryDirectory(prefix="focused-model-") as tmp:
@@ -225,10 +238,10 @@ class SharedLearning:
         if not links:
             return 0
         args: list[Any] = []
-        for link, payload in zip(links, payloads, strict=True):
+        for link, blob in zip(links, encode_links(payloads), strict=True):  # tagged: 2-byte gaps where they fit
             key = page_key(link)
             self._tags += 1
-            args += [key, digest(key) + f"{self._tags:012x}{self.token}".encode(), payload.to_bytes()]
+            args += [key, digest(key) + f"{self._tags:012x}{self.token}".encode(), blob]
         return int(self._scripts["links"]([self.k["verdicts"], self.k["instances"], self.k["pending"]], args))
 
     def observe_page(self, urls: Sequence[str], relevance: float) -> int:
@@ -284,7 +297,7 @@ class SharedLearning:
             raw = cast(list[bytes], self.client.lrange(self.k["instances"], first, last))
             for item in raw:
                 try:
-                    payload = LinkPayload.from_bytes(item[8:])
+                    payload = instance_payload(item[8:])
                     (relevance,) = struct.unpack_from("<d", item)
                 except (ValueError, struct.error):
                     bad += 1
