@@ -68,9 +68,11 @@ def decode_payloads(blobs: Sequence[bytes]) -> list[Any]:
     """:func:`decode_payload` of each blob, the link payloads decoded together
     (:func:`~focused.learning.apprentice.payload.decode_links`: one ``cumsum`` over all the compact ones' gaps)."""
     out: list[Any] = [None] * len(blobs)
-    links = [i for i, blob in enumerate(blobs) if blob[:1] in (DELTAS, LINK)]
+    links: list[int] = []
     for i, blob in enumerate(blobs):
-        if blob[:1] not in (DELTAS, LINK):
+        if blob[:1] in (DELTAS, LINK):
+            links.append(i)
+        else:
             out[i] = decode_payload(blob)
     for i, payload in zip(links, decode_links([blobs[i] for i in links]), strict=True):
         out[i] = payload
