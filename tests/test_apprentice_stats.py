@@ -4,18 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from focused.learning.apprentice.stats import add_counts, feature_ranks
+from focused.learning.apprentice.packed import pack_into, packed_buffer
+from focused.learning.apprentice.stats import add_counts, feature_ranks, stacked_sigmoid
 
 
 def test_feature_ranks_give_numpy_unique() -> None:
     rng = np.random.default_rng(0)
     for size, n_features in ((0, 16), (1, 16), (5_000, 2**20), (50_000, 1024)):
         ids = (rng.zipf(1.3, size) % n_features).astype(np.int32)
-        uniq, rank = feature_ranks(ids, n_features)
-        inverse = rank[ids]
+        uniq, inverse = feature_ranks(ids, n_features)
         want_uniq, want_inverse = np.unique(ids, return_inverse=True)
         assert np.array_equal(uniq, want_uniq) and np.array_equal(inverse, want_inverse)
-        assert np.array_equal(uniq[inverse], ids)
+        assert np.array_equal(uniq[inverse], ids) and inverse.dtype == np.int32
+        slot_of = rng.permutation(n_features).astype(np.int32)  # through a map, from packed ids
+        packed = packed_buffer(size)
+        pack_into(packed, 0, ids)
+        uniq, inverse = feature_ranks(packed, n_features, slot_of)
+        want_uniq, want_inverse = np.unique(slot_of[ids], return_inverse=True)
+        assert np.array_equal(uniq, want_uniq) and np.array_equal(inverse, want_inverse)
 
 
 def test_add_counts_tallies_every_occurrence_in_its_bucket() -> None:
@@ -27,3 +33,32 @@ def test_add_counts_tallies_every_occurrence_in_its_bucket() -> None:
     assert counts[0].tolist() == [1, 0, 0, 1, 0, 1, 0, 0]
     add_counts(counts, ids[:2], high[:2], -1)  # forgetting: counts go back down
     assert counts[1].tolist() == [0, 0, 0, 0, 0, 0, 0, 1]
+
+
+def test_the_calibration_reads_only_its_sample_of_the_latest_instances() -> None:
+    # stacked_sigmoid fits on the last max_instances instances: given all of them, or only those (their ids
+    # re-based), it must fit the same sigmoid, from packed ids through a slot map as from plain ids
+    rng = np.random.default_rng(11)
+    n, m, n_features = 700, 400, 4096
+    lengths = rng.integers(0, 40, n)
+    ids = (rng.zipf(1.3, int(lengths.sum())) % n_features).astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    rel = rng.random(n)
+    high = rel >= 0.5
+    side = rng.normal(size=(n, 2))
+    counts = np.zeros((2, n_features))
+    add_counts(counts, ids, np.repeat(high, lengths), +1)
+    kw = {"alpha": 0.1, "normalize": "length", "folds": 5}
+    whole = stacked_sigmoid(counts, rel, indptr, ids, high, side, max_instances=m, **kw)
+    first = int(indptr[n - m])
+    suffix = stacked_sigmoid(
+        counts, rel[-m:], indptr[-m - 1 :] - first, ids[first:], high[-m:], side[-m:], max_instances=m, **kw
+    )
+    slot_of = rng.permutation(n_features).astype(np.int32)  # slot s holds the feature whose slot_of is s
+    by_slot = np.zeros_like(counts)
+    by_slot[:, slot_of] = counts
+    packed = packed_buffer(len(ids))
+    pack_into(packed, 0, ids)
+    slotted = stacked_sigmoid(by_slot, rel, indptr, packed, high, side, max_instances=m, slot_of=slot_of, **kw)
+    for got in (suffix, slotted):
+        assert got[0] == whole[0] and got[1] == whole[1] and np.array_equal(got[2], whole[2])

@@ -41,6 +41,8 @@ def take(ids: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
     if ids.ndim == 1:
         return np.asarray(ids[index])
     rows = ids[index]
-    out = np.zeros((len(rows), 4), dtype=np.uint8)
-    out[:, :BYTES] = rows
-    return out.view(_LE_INT32).reshape(len(rows)).astype(np.int32, copy=False)
+    out = rows[:, BYTES - 1].astype(np.int32)  # the high byte first, shifted up as the lower ones come in
+    for byte in range(BYTES - 2, -1, -1):  # (a 4-byte zero-padded copy viewed as int32 took 2 to 4 times as long)
+        out <<= 8
+        out |= rows[:, byte]
+    return out
