@@ -25,6 +25,10 @@ def test_packed_ids_read_back_exactly() -> None:
     got = take(buffer, pos)
     assert got.dtype == np.int32 and np.array_equal(got, ids[pos - 3])
     assert np.array_equal(take(ids, pos - 3), ids[pos - 3])  # plain ids pass through
+    mask = rng.random(len(buffer)) < 0.5  # a mask, no index, a buffer that is a strided view
+    assert np.array_equal(take(buffer, mask), take(buffer, np.flatnonzero(mask)))
+    assert take(buffer, np.zeros(0, dtype=np.int64)).shape == (0,)
+    assert np.array_equal(take(buffer[::2], np.arange(3)), take(buffer, np.arange(0, 6, 2)))
     for bad in ([-1], [2**24]):
         with pytest.raises(ValueError):
             pack_into(buffer, 0, np.array(bad, dtype=np.int64))

@@ -19,6 +19,7 @@ __all__ = ["BYTES", "pack_into", "packed_buffer", "take"]
 #: Bytes per id: ids are below 2**24 (the apprentice's ``MAX_FEATURES``).
 BYTES = 3
 _LE_INT32 = np.dtype("<i4")
+_ITEM = np.dtype(f"V{BYTES}")
 
 
 def packed_buffer(capacity: int) -> np.ndarray:
@@ -40,7 +41,10 @@ def take(ids: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
     """``ids[index]`` as an int32 array, whether ``ids`` is packed (``(n, 3)`` uint8) or plain (1-d)."""
     if ids.ndim == 1:
         return np.asarray(ids[index])
-    rows = ids[index]
+    if isinstance(index, slice) or not ids.flags.c_contiguous:
+        rows = ids[index]
+    else:  # gathered as one 3-byte item each: a 2-d index of the (n, 3) array was a third slower
+        rows = ids.view(_ITEM).reshape(-1)[index].view(np.uint8).reshape(-1, BYTES)
     out = rows[:, BYTES - 1].astype(np.int32)  # the high byte first, shifted up as the lower ones come in
     for byte in range(BYTES - 2, -1, -1):  # (a 4-byte zero-padded copy viewed as int32 took 2 to 4 times as long)
         out <<= 8

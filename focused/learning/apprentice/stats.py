@@ -35,7 +35,7 @@ logger = logging.getLogger(__name__)
 #: Inverse L2 strength (scikit-learn's ``C``) of the calibration/stacking logistic regression (standardised NB
 #: score, side features in logit units): weak on thousands of instances, firm on the few dozen of an early model.
 _STACK_C = 1.0
-#: Occurrences read at a time by :func:`feature_ranks` (4 MB of int32).
+#: Occurrences mapped to slots at a time by :func:`feature_ranks` (4 MB of int32).
 _CHUNK = 1 << 20
 
 
@@ -62,23 +62,16 @@ def segments(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
 
 
 def feature_ranks(ids: np.ndarray, n_features: int, slot_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """``np.unique(ids, return_inverse=True)`` for ids in ``[0, n_features)``: the distinct ids (ascending) and each
-    occurrence's position among them (int32), by marking instead of sorting (linear in the occurrences and the id
-    space; a sort of millions of ids was most of a retrain). With ``slot_of``, of ``slot_of[ids]``. ``ids`` (packed
-    or not) are read a chunk at a time: no int32 copy of the millions of occurrences beside the result."""
+    """The distinct ids in ``[0, n_features)`` (ascending) and, over the id space, each id's position among
+    them: ``uniq, rank[ids]`` is ``np.unique(ids, return_inverse=True)``, by marking instead of sorting
+    (linear in the occurrences and the id space; a sort of millions of ids was most of a retrain), and
+    ``rank`` serves any subset of ``ids`` as well (each calibration fold). With ``slot_of``, the ranks are
+    of ``slot_of[ids]``, mapped a chunk at a time (not a copy of the millions of occurrences at once)."""
     present = np.zeros(n_features, dtype=bool)
-    inverse = np.empty(len(ids), dtype=np.int32)  # each occurrence's id (slot), then its rank
     for start in range(0, len(ids), _CHUNK):
         chunk = take(ids, slice(start, start + _CHUNK))
-        if slot_of is not None:
-            chunk = slot_of[chunk]
-        inverse[start : start + len(chunk)] = chunk
-        present[chunk] = True
-    rank = np.cumsum(present, dtype=np.int32) - 1  # ids are below 2^31
-    for start in range(0, len(ids), _CHUNK):
-        part = inverse[start : start + _CHUNK]
-        part[...] = rank[part]
-    return np.flatnonzero(present), inverse
+        present[chunk if slot_of is None else slot_of[chunk]] = True
+    return np.flatnonzero(present), np.cumsum(present, dtype=np.int32) - 1  # ids are below 2^31
 
 
 def add_counts(counts: np.ndarray, ids: np.ndarray, high: np.ndarray, sign: int) -> None:
@@ -221,10 +214,8 @@ def stacked_sigmoid(
     vocab = int(np.count_nonzero(counts[0] + counts[1]))
     # The features of the sample, ranked once (not a pass over the whole id space per fold): each fold's
     # held-out counts are the sample features' counts minus the fold's own occurrences.
-    # Each fold's occurrences are then gathered from the sample's ranks (read once, not once a fold).
-    first = int(indptr[n - len(sample)])
-    uniq, ranked = feature_ranks(ids[first : indptr[n]], counts.shape[1], slot_of)  # the sample: the last instances
-    local = indptr[n - len(sample) : n + 1] - first  # the sample's rows in ``ranked``
+    sample_ids = ids[indptr[n - len(sample)] : indptr[n]]  # a view: the sample is the last instances
+    uniq, rank = feature_ranks(sample_ids, counts.shape[1], slot_of)
     c_all = counts[:, uniq]
     was_known = c_all[0] + c_all[1] > 0
     a = alpha
@@ -233,8 +224,9 @@ def stacked_sigmoid(
         rows = sample[in_fold]
         if rows.size == 0:
             continue
-        pos, lengths = segments(local, np.flatnonzero(in_fold))
-        inv = ranked[pos]
+        pos, lengths = segments(indptr, rows)
+        picked = take(ids, pos)
+        inv = rank[picked] if slot_of is None else rank[slot_of[picked]]
         row_of = np.repeat(np.arange(rows.size), lengths)
         fold_high = np.repeat(high[rows], lengths)
         fh = int(np.count_nonzero(high[rows]))
