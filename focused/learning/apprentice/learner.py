@@ -260,6 +260,8 @@ class Apprentice:
             version = self._version
 
         log_ratio, known = nb_weights(counts, self.alpha)
+        n_known = int(known.sum())
+        del known  # a float per slot, for the log line: not held through the calibration (a fit's peak)
         prior = math.log(n_high / (n - n_high))
         slope, intercept, side_weights = stacked_sigmoid(
             counts,
@@ -293,7 +295,7 @@ class Apprentice:
         )
         logger.debug(
             "Apprentice v%d: %d instances, %.1f%% HIGH (threshold %.3g), %d features, sigmoid %.3g*s%+.3g, side %s",
-            version, n, 100 * n_high / n, threshold, int(known.sum()), slope, intercept, np.round(side_weights, 3),
+            version, n, 100 * n_high / n, threshold, n_known, slope, intercept, np.round(side_weights, 3),
         )  # fmt: skip
         return model
 

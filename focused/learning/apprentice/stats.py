@@ -225,8 +225,11 @@ def stacked_sigmoid(
         if rows.size == 0:
             continue
         pos, lengths = segments(indptr, rows)
-        picked = take(ids, pos)
-        inv = rank[picked] if slot_of is None else rank[slot_of[picked]]
+        inv = take(ids, pos)  # the fold's ids, then their slots, then their ranks: one array, mapped in place
+        del pos
+        if slot_of is not None:
+            np.take(slot_of, inv, out=inv, mode="clip")  # "clip": unbuffered (ids are in range)
+        np.take(rank, inv, out=inv, mode="clip")
         row_of = np.repeat(np.arange(rows.size), lengths)
         fold_high = np.repeat(high[rows], lengths)
         fh = int(np.count_nonzero(high[rows]))
@@ -244,6 +247,7 @@ def stacked_sigmoid(
             prior = math.log((n_high + 0.5) / (n - n_high + 0.5))
         known = c[0] + c[1] > 0
         lr = np.where(known, np.log((c[1] + a) / (n_h + a * v)) - np.log((c[0] + a) / (n_l + a * v)), 0.0)
+        del c
         evidence = np.bincount(row_of, weights=lr[inv], minlength=rows.size)
         unknown = ~known[inv]  # rare: the features only this fold has
         n_known = lengths - np.bincount(row_of[unknown], minlength=rows.size).astype(np.float64)
