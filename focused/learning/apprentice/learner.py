@@ -259,10 +259,8 @@ class Apprentice:
             self._version += 1
             version = self._version
 
-        log_ratio, known = nb_weights(counts, self.alpha)
-        n_known = int(known.sum())
-        del known  # a float per slot, for the log line: not held through the calibration (a fit's peak)
         prior = math.log(n_high / (n - n_high))
+        # the calibration first: its temporaries are a fit's peak, and the weights need not be held meanwhile
         slope, intercept, side_weights = stacked_sigmoid(
             counts,
             rel,
@@ -276,6 +274,9 @@ class Apprentice:
             max_instances=self.calibration_max,
             slot_of=slot_of,
         )
+        log_ratio, known = nb_weights(counts, self.alpha)
+        n_known = int(known.sum())
+        del known, counts  # a float per slot, for the log line
         model = ApprenticeModel(
             weights=log_ratio,
             feature_ids=feature_ids,

@@ -230,7 +230,6 @@ def stacked_sigmoid(
         if slot_of is not None:
             np.take(slot_of, inv, out=inv, mode="clip")  # "clip": unbuffered (ids are in range)
         np.take(rank, inv, out=inv, mode="clip")
-        row_of = np.repeat(np.arange(rows.size), lengths)
         fold_high = np.repeat(high[rows], lengths)
         fh = int(np.count_nonzero(high[rows]))
         if k > 1:  # held out: remove the fold's own occurrences
@@ -246,12 +245,23 @@ def stacked_sigmoid(
             n_l, n_h, v = totals[0], totals[1], vocab
             prior = math.log((n_high + 0.5) / (n - n_high + 0.5))
         known = c[0] + c[1] > 0
-        lr = np.where(known, np.log((c[1] + a) / (n_h + a * v)) - np.log((c[0] + a) / (n_l + a * v)), 0.0)
+        # log((c1 + a) / (n_h + a v)) − log((c0 + a) / (n_l + a v)) where known, else 0, in place (a fit's peak)
+        lr = c[1] + a
+        lr /= n_h + a * v
+        np.log(lr, out=lr)
+        low = c[0] + a
         del c
+        low /= n_l + a * v
+        np.log(low, out=low)
+        lr -= low
+        del low
+        lr[~known] = 0.0
+        row_of = np.repeat(np.arange(rows.size), lengths)
         evidence = np.bincount(row_of, weights=lr[inv], minlength=rows.size)
         unknown = ~known[inv]  # rare: the features only this fold has
         n_known = lengths - np.bincount(row_of[unknown], minlength=rows.size).astype(np.float64)
         scores[in_fold] = normalize_evidence(evidence, n_known, normalize, prior)
+        del inv, fold_high, lr, known, row_of, unknown  # not held while the next fold builds its own
     no_side = np.zeros(n_side)
     if y.all() or not y.any():
         logger.debug("Apprentice calibration sample is degenerate; predicting the base rate")
