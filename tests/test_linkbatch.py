@@ -184,17 +184,19 @@ def test_a_batch_decodes_unsorted_ids_large_ids_and_empty_payloads_exactly():
         assert [p.side.tolist() for p in got] == [p.side.tolist() for p in entry]
 
 
-def test_the_memory_stores_rescore_scores_its_framed_payloads_in_chunks_to_the_last_bit(monkeypatch):
+@pytest.mark.parametrize(("chunk", "max_bytes"), [(7, 1 << 20), (10_000, 900)])
+def test_the_memory_stores_rescore_scores_its_framed_payloads_in_chunks_to_the_last_bit(monkeypatch, chunk, max_bytes):
     """The memory store keeps each payload framed, its re-score reads them as the durable stores' framed blobs,
-    and the decoder scores them RESCORE_CHUNK waiting URLs at a time: the link scores are the bytes of scoring
-    the whole frontier's payloads in one batch, and so are the priorities."""
+    and the decoder scores them RESCORE_CHUNK waiting URLs or RESCORE_BYTES of payloads at a time: the link
+    scores are the bytes of scoring the whole frontier's payloads in one batch, and so are the priorities."""
     from focused.frontier import rescore as rescore_module
     from focused.frontier.memory import MemoryStore
     from focused.frontier.rescore import DecodingRescorer
     from focused.frontier.store import Framed, Push
 
     monkeypatch.setattr(countmatrix, "RUNS_MIN_IDS", 2)
-    monkeypatch.setattr(rescore_module, "RESCORE_CHUNK", 7)
+    monkeypatch.setattr(rescore_module, "RESCORE_CHUNK", chunk)
+    monkeypatch.setattr(rescore_module, "RESCORE_BYTES", max_bytes)
     rng = np.random.default_rng(9)
     train = [_payload(rng, int(rng.integers(1, 40))) for _ in range(400)]
     learner = Apprentice(min_instances=1, binning="equal-prob", n_side=2)
@@ -216,7 +218,15 @@ def test_the_memory_stores_rescore_scores_its_framed_payloads_in_chunks_to_the_l
         return online.rescore(batch)
 
     got = DecodingRescorer(scorer)(payloads)
-    assert len(batches) == -(-len(entries) // 7)  # scored in chunks
+    sizes = [len(b) for b in batches]
+    assert sum(sizes) == len(entries) and max(sizes) <= chunk and len(batches) >= -(-len(entries) // chunk)
+    if max_bytes < 1 << 20:  # cut by bytes: a piece over the bound is one entry
+        blobs = payloads.blobs
+        start = 0
+        for n in sizes:
+            assert n == 1 or sum(map(len, blobs[start : start + n])) <= max_bytes
+            start += n
+        assert len(batches) > 2
     whole = decode_link_batch(_blobs(entries))
     assert whole is not None
     assert got == online.rescore(whole) == online.rescore(entries)
