@@ -63,3 +63,53 @@ def test_the_calibration_reads_only_its_sample_of_the_latest_instances() -> None
     slotted = stacked_sigmoid(by_slot, rel, indptr, packed, high, side, max_instances=m, slot_of=slot_of, **kw)
     for got in (suffix, slotted):
         assert got[0] == whole[0] and got[1] == whole[1] and np.array_equal(got[2], whole[2])
+
+
+def test_the_calibration_fits_the_held_out_scores_of_plain_naive_bayes_folds() -> None:
+    # the folds written out plainly: each fold's model counts every instance but the fold's own (older ones
+    # outside the sample included), over the whole id space; each sample instance gets its fold's evidence
+    from focused.learning.apprentice.stats import normalize_evidence
+    from focused.learning.logistic import fit_logistic
+
+    rng = np.random.default_rng(12)
+    n, m, n_features, folds, alpha = 600, 450, 512, 5, 0.1
+    lengths = rng.integers(0, 30, n)
+    ids = (rng.zipf(1.4, int(lengths.sum())) % n_features).astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    rel = rng.random(n)
+    high = rel >= 0.4
+    side = rng.normal(size=(n, 2))
+    counts = np.zeros((2, n_features))
+    add_counts(counts, ids, np.repeat(high, lengths), +1)
+    for normalize in ("length", "none"):
+        got = stacked_sigmoid(
+            counts, rel, indptr, ids, high, side, alpha=alpha, normalize=normalize, folds=folds, max_instances=m
+        )
+        sample = np.arange(n - m, n)
+        scores = np.zeros(m)
+        for fold in range(folds):
+            held = sample[np.arange(m) % folds == fold]
+            train = np.setdiff1d(np.arange(n), held)
+            c = np.zeros((2, n_features))
+            for i in train:
+                for t in ids[indptr[i] : indptr[i + 1]]:
+                    c[int(high[i]), t] += 1.0
+            known = c[0] + c[1] > 0
+            v = int(known.sum())
+            n_h, n_l = c[1].sum(), c[0].sum()
+            log_high = np.log((c[1] + alpha) / (n_h + alpha * v))
+            lr = np.where(known, log_high - np.log((c[0] + alpha) / (n_l + alpha * v)), 0.0)
+            n_high = int(high[train].sum())
+            prior = np.log((n_high + 0.5) / (len(train) - n_high + 0.5))
+            for j, i in zip(np.flatnonzero(np.arange(m) % folds == fold), held, strict=True):
+                row = ids[indptr[i] : indptr[i + 1]]
+                evidence = 0.0
+                for t in row:
+                    evidence += lr[t]
+                scores[j] = normalize_evidence(
+                    np.array([evidence]), np.array([float(known[row].sum())]), normalize, prior
+                )[0]
+        scale = float(np.std(scores)) or 1.0
+        coef, intercept = fit_logistic(np.column_stack([scores / scale, side[sample]]), high[sample], C=1.0)
+        assert np.isclose(got[0], coef[0] / scale, rtol=1e-9, atol=0) and np.isclose(got[1], intercept, rtol=1e-9)
+        assert np.allclose(got[2], coef[1:], rtol=1e-9, atol=0)

@@ -37,6 +37,8 @@ logger = logging.getLogger(__name__)
 _STACK_C = 1.0
 #: Occurrences mapped to slots at a time by :func:`feature_ranks` (4 MB of int32).
 _CHUNK = 1 << 20
+#: Calibration instances whose evidence is summed at a time (~130,000 occurrences).
+_BLOCK = 1024
 
 
 def segments(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -236,8 +238,8 @@ def stacked_sigmoid(
         fh = int(np.count_nonzero(high[rows]))
         if k > 1:  # held out: remove the fold's own occurrences
             c = c_all.copy()
-            c[1] -= np.bincount(inv[fold_high], minlength=uniq.size)
-            c[0] -= np.bincount(inv[~fold_high], minlength=uniq.size)
+            np.subtract.at(c[1], inv[fold_high], 1.0)  # in place, exact (integer counts in float64)
+            np.subtract.at(c[0], inv[~fold_high], 1.0)
             n_l = totals[0] - np.count_nonzero(~fold_high)
             n_h = totals[1] - np.count_nonzero(fold_high)
             v = vocab - int(np.count_nonzero(was_known & (c[0] + c[1] <= 0)))
@@ -258,12 +260,20 @@ def stacked_sigmoid(
         lr -= low
         del low
         lr[~known] = 0.0
-        row_of = np.repeat(np.arange(rows.size), lengths)
-        evidence = np.bincount(row_of, weights=lr[inv], minlength=rows.size)
-        unknown = ~known[inv]  # rare: the features only this fold has
-        n_known = lengths - np.bincount(row_of[unknown], minlength=rows.size).astype(np.float64)
+        del fold_high
+        # each instance's evidence and known features, _BLOCK instances at a time (a row's sum in its order)
+        evidence = np.empty(rows.size)
+        n_known = np.empty(rows.size)
+        ends = np.cumsum(lengths)
+        for first in range(0, rows.size, _BLOCK):
+            last = min(first + _BLOCK, rows.size)
+            seg = inv[(int(ends[first - 1]) if first else 0) : int(ends[last - 1])]
+            row_of = np.repeat(np.arange(last - first), lengths[first:last])
+            evidence[first:last] = np.bincount(row_of, weights=lr[seg], minlength=last - first)
+            unknown = ~known[seg]  # rare: the features only this fold has
+            n_known[first:last] = lengths[first:last] - np.bincount(row_of[unknown], minlength=last - first)
         scores[in_fold] = normalize_evidence(evidence, n_known, normalize, prior)
-        del inv, fold_high, lr, known, row_of, unknown  # not held while the next fold builds its own
+        del inv, lr, known  # not held while the next fold builds its own
     no_side = np.zeros(n_side)
     if y.all() or not y.any():
         logger.debug("Apprentice calibration sample is degenerate; predicting the base rate")
