@@ -81,10 +81,11 @@ def test_the_calibration_fits_the_held_out_scores_of_plain_naive_bayes_folds() -
     side = rng.normal(size=(n, 2))
     counts = np.zeros((2, n_features))
     add_counts(counts, ids, np.repeat(high, lengths), +1)
-    for normalize in ("length", "none"):
+    for normalize, dtype in (("length", np.int32), ("none", np.int64)):  # plain ids of either width
         got = stacked_sigmoid(
-            counts, rel, indptr, ids, high, side, alpha=alpha, normalize=normalize, folds=folds, max_instances=m
-        )
+            counts, rel, indptr, ids.astype(dtype), high, side, alpha=alpha, normalize=normalize, folds=folds,
+            max_instances=m,
+        )  # fmt: skip
         sample = np.arange(n - m, n)
         scores = np.zeros(m)
         for fold in range(folds):

@@ -40,8 +40,8 @@ logger = logging.getLogger(__name__)
 #: waiting entries a durable store reads per round trip (SQL query, ZSCAN + HMGET) when re-scoring, and at most
 #: scored at a time
 RESCORE_CHUNK = 10_000
-#: bytes of payloads decoded and scored at a time (~500,000 link ids as 2-byte gaps): faster than 10,000 URLs of
-#: 6 parents (7 MB) at a time, in a seventh of the temporaries (docs/results.md, "Re-scoring 100,000 waiting URLs")
+#: bytes of payloads decoded and scored at a time (~500,000 link ids as 2-byte gaps): no slower than 10,000 URLs
+#: of 6 parents (7 MB) at a time, in a seventh of the temporaries (docs/results.md, "Re-scoring 100,000 waiting URLs")
 RESCORE_BYTES = 1 << 20
 #: the SQLite connection's page cache (KiB) while a re-score writes its priorities (the default is 2 MiB)
 RESCORE_CACHE_KIB = 65_536

@@ -229,7 +229,8 @@ def stacked_sigmoid(
         if rows.size == 0:
             continue
         pos, lengths = segments(indptr, rows)
-        inv = take(ids, pos)  # the fold's ids, then their slots, then their ranks: one array, mapped in place
+        # the fold's ids, then their slots, then their ranks: one int32 array, mapped in place
+        inv = take(ids, pos).astype(np.int32, copy=False)
         del pos
         if slot_of is not None:
             np.take(slot_of, inv, out=inv, mode="clip")  # "clip": unbuffered (ids are in range)
