@@ -85,14 +85,15 @@ class SlotCounts:
     """``counts[bucket, slot]``: how often the feature of each slot occurs in LOW (0) and HIGH (1) instances.
 
     ``slot_of[feature id]`` is its slot (-1: never seen), ``slot_ids[slot]`` its feature id; the first
-    :attr:`n` slots are in use. Memory: 2 float64 and an int32 a slot, plus one int32 map of the hashed
-    feature space.
+    :attr:`n` slots are in use. Memory: 3 int32 a slot, plus one int32 map of the hashed feature space. The
+    counts are int32 (they were float64, the same integers: the weights computed from them are the same to the
+    bit): a feature would need 2³¹ occurrences in one bucket to overflow, more than 6 GB of stored ids.
     """
 
     def __init__(self, n_features: int) -> None:
         self.slot_of = np.full(n_features, -1, dtype=np.int32)
         self.slot_ids = np.zeros(1024, dtype=np.int32)
-        self.counts = np.zeros((2, 1024), dtype=np.float64)
+        self.counts = np.zeros((2, 1024), dtype=np.int32)
         self.n = 0
 
     def add(self, ids: np.ndarray, high: np.ndarray, sign: int) -> None:
@@ -106,7 +107,7 @@ class SlotCounts:
             if end > len(self.slot_ids):
                 size = max(end, 2 * len(self.slot_ids))
                 self.slot_ids = grown(self.slot_ids, size, start)
-                counts = np.zeros((2, size), dtype=np.float64)
+                counts = np.zeros((2, size), dtype=self.counts.dtype)
                 counts[:, :start] = self.counts[:, :start]
                 self.counts = counts
             self.slot_ids[start:end] = fresh

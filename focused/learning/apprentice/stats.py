@@ -77,13 +77,12 @@ def feature_ranks(ids: np.ndarray, n_features: int, slot_of: np.ndarray | None =
 
 
 def add_counts(counts: np.ndarray, ids: np.ndarray, high: np.ndarray, sign: int) -> None:
-    """counts[bucket, id] += sign for each id occurrence.
+    """counts[bucket, id] += sign for each id occurrence (``counts`` of integers, or floats holding integers).
 
-    Unbuffered adds in place (``np.add.at``), exact in float64 as the counts are integers: a tally by
-    ``np.bincount`` took an int64 array over the whole id space and an int64 copy of the ids, the crawl
-    process's peak at a training batch's adds, and was slower (1.1 million ids: 22-31 ms, 15.4 MB against
-    15-17 ms, 3.2 MB)."""
-    step = 1.0 if sign > 0 else -1.0
+    Unbuffered adds in place (``np.add.at``): a tally by ``np.bincount`` took an int64 array over the whole id
+    space and an int64 copy of the ids, the crawl process's peak at a training batch's adds, and was slower
+    (1.1 million ids: 22-31 ms, 15.4 MB against 15-17 ms, 3.2 MB)."""
+    step = counts.dtype.type(1 if sign > 0 else -1)
     for bucket, mask in ((1, high), (0, ~high)):
         sel = ids[mask]
         if sel.size:
@@ -239,8 +238,9 @@ def stacked_sigmoid(
         fh = int(np.count_nonzero(high[rows]))
         if k > 1:  # held out: remove the fold's own occurrences
             c = c_all.copy()
-            np.subtract.at(c[1], inv[fold_high], 1.0)  # in place, exact (integer counts in float64)
-            np.subtract.at(c[0], inv[~fold_high], 1.0)
+            one = c.dtype.type(1)  # in place, exact: the counts are integers (int32, or floats in tests)
+            np.subtract.at(c[1], inv[fold_high], one)
+            np.subtract.at(c[0], inv[~fold_high], one)
             n_l = totals[0] - np.count_nonzero(~fold_high)
             n_h = totals[1] - np.count_nonzero(fold_high)
             v = vocab - int(np.count_nonzero(was_known & (c[0] + c[1] <= 0)))
