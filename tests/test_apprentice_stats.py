@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 
 from focused.learning.apprentice.packed import pack_into, packed_buffer
-from focused.learning.apprentice.stats import add_counts, feature_ranks, stacked_sigmoid
+from focused.learning.apprentice.stats import add_counts, feature_ranks, normalize_evidence, stacked_sigmoid
+from focused.learning.logistic import fit_logistic
 
 
 def test_feature_ranks_give_numpy_unique() -> None:
@@ -41,14 +42,7 @@ def test_the_calibration_reads_only_its_sample_of_the_latest_instances() -> None
     # re-based), it must fit the same sigmoid, from packed ids through a slot map as from plain ids
     rng = np.random.default_rng(11)
     n, m, n_features = 700, 400, 4096
-    lengths = rng.integers(0, 40, n)
-    ids = (rng.zipf(1.3, int(lengths.sum())) % n_features).astype(np.int32)
-    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    rel = rng.random(n)
-    high = rel >= 0.5
-    side = rng.normal(size=(n, 2))
-    counts = np.zeros((2, n_features))
-    add_counts(counts, ids, np.repeat(high, lengths), +1)
+    ids, indptr, rel, high, side, counts = _instances(rng, n, n_features, max_ids=40, zipf=1.3, cut=0.5)
     kw = {"alpha": 0.1, "normalize": "length", "folds": 5}
     whole = stacked_sigmoid(counts, rel, indptr, ids, high, side, max_instances=m, **kw)
     first = int(indptr[n - m])
@@ -68,19 +62,9 @@ def test_the_calibration_reads_only_its_sample_of_the_latest_instances() -> None
 def test_the_calibration_fits_the_held_out_scores_of_plain_naive_bayes_folds() -> None:
     # the folds written out plainly: each fold's model counts every instance but the fold's own (older ones
     # outside the sample included), over the whole id space; each sample instance gets its fold's evidence
-    from focused.learning.apprentice.stats import normalize_evidence
-    from focused.learning.logistic import fit_logistic
-
     rng = np.random.default_rng(12)
     n, m, n_features, folds, alpha = 600, 450, 512, 5, 0.1
-    lengths = rng.integers(0, 30, n)
-    ids = (rng.zipf(1.4, int(lengths.sum())) % n_features).astype(np.int32)
-    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
-    rel = rng.random(n)
-    high = rel >= 0.4
-    side = rng.normal(size=(n, 2))
-    counts = np.zeros((2, n_features))
-    add_counts(counts, ids, np.repeat(high, lengths), +1)
+    ids, indptr, rel, high, side, counts = _instances(rng, n, n_features, max_ids=30, zipf=1.4, cut=0.4)
     for normalize, dtype in (("length", np.int32), ("none", np.int64)):  # plain ids of either width
         got = stacked_sigmoid(
             counts, rel, indptr, ids.astype(dtype), high, side, alpha=alpha, normalize=normalize, folds=folds,
@@ -114,3 +98,19 @@ def test_the_calibration_fits_the_held_out_scores_of_plain_naive_bayes_folds() -
         coef, intercept = fit_logistic(np.column_stack([scores / scale, side[sample]]), high[sample], C=1.0)
         assert np.isclose(got[0], coef[0] / scale, rtol=1e-9, atol=0) and np.isclose(got[1], intercept, rtol=1e-9)
         assert np.allclose(got[2], coef[1:], rtol=1e-9, atol=0)
+
+
+def _instances(
+    rng: np.random.Generator, n: int, n_features: int, *, max_ids: int, zipf: float, cut: float
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``n`` instances of up to ``max_ids`` Zipf-drawn ids (int32, flat with row pointers), their relevances
+    (HIGH at ``cut`` or above), two side views each, and the per-bucket counts of their ids."""
+    lengths = rng.integers(0, max_ids, n)
+    ids = (rng.zipf(zipf, int(lengths.sum())) % n_features).astype(np.int32)
+    indptr = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+    rel = rng.random(n)
+    high = rel >= cut
+    side = rng.normal(size=(n, 2))
+    counts = np.zeros((2, n_features))
+    add_counts(counts, ids, np.repeat(high, lengths), +1)
+    return ids, indptr, rel, high, side, counts
