@@ -10,10 +10,12 @@ and the holes they leave between longer-lived blocks stay resident: in the 3,000
 ``focused bench-speed`` the crawl process's resident set was a quarter larger than with the threshold
 fixed (docs/results.md, "CPU and memory, before and after").
 
-:func:`tune` fixes the threshold (and the heap's trim threshold, which glibc moves with it) at glibc's
-starting value, so that it no longer moves; :func:`trim` returns the free memory of every heap to the
-kernel (``malloc_trim``). Both do nothing, and say so, where the C library is not glibc (macOS, Windows,
-musl). Scrapy-free, standard library only: the page-analysis worker calls them too.
+:func:`tune` fixes the threshold at glibc's starting value, so that it no longer moves (and the heaps' trim
+threshold, which glibc moves with it, at :data:`TRIM_THRESHOLD`); :func:`trim` returns the free memory of every
+heap to the kernel (``malloc_trim``). A mapping costs a page fault per 4 KiB when first written, which the
+array work of a fit or a re-score paid thousands of times over: :func:`scratch` lets such a stretch of work take
+its temporaries from the heaps, and trims them when it ends. All do nothing, and say so, where the C library is
+not glibc (macOS, Windows, musl). Scrapy-free, standard library only: the page-analysis worker calls them too.
 """
 
 from __future__ import annotations
@@ -23,8 +25,11 @@ import ctypes.util
 import functools
 import logging
 import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 
-__all__ = ["MMAP_THRESHOLD", "glibc", "trim", "tune"]
+__all__ = ["MMAP_THRESHOLD", "SCRATCH_THRESHOLD", "TRIM_THRESHOLD", "glibc", "scratch", "trim", "tune"]
 
 logger = logging.getLogger(__name__)
 
@@ -34,6 +39,12 @@ M_MMAP_THRESHOLD = -3
 
 #: Bytes from which a block gets a mapping of its own: glibc's starting value, fixed.
 MMAP_THRESHOLD = 128 * 1024
+#: Free bytes at the top of a heap kept for the next blocks rather than given back at once (glibc's trim
+#: threshold): a page's parse in the worker frees and takes again a few MB a page, each page of it faulted in
+#: afresh when given back (the crawl process trims its heaps every few hundred responses anyway).
+TRIM_THRESHOLD = 16 << 20
+#: Inside :func:`scratch`, blocks below this many bytes come from the heaps (NumPy maps larger ones with huge pages).
+SCRATCH_THRESHOLD = 2 << 20
 
 
 @functools.cache
@@ -51,18 +62,67 @@ def glibc() -> ctypes.CDLL | None:
     return libc
 
 
-def tune(mmap_threshold: int = MMAP_THRESHOLD) -> bool:
-    """Fix glibc's mmap and trim thresholds at ``mmap_threshold`` bytes; whether it was done (glibc only).
+def tune(mmap_threshold: int = MMAP_THRESHOLD, trim_threshold: int = TRIM_THRESHOLD) -> bool:
+    """Fix glibc's mmap threshold at ``mmap_threshold`` bytes and its trim threshold at ``trim_threshold``;
+    whether it was done (glibc only). :func:`scratch` works from then on.
 
     Called once, as early as the process can: blocks allocated before stay where they are.
     """
     libc = glibc()
     if libc is None:
         return False
-    done = bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)) and bool(libc.mallopt(M_TRIM_THRESHOLD, mmap_threshold))
+    done = bool(libc.mallopt(M_MMAP_THRESHOLD, mmap_threshold)) and bool(libc.mallopt(M_TRIM_THRESHOLD, trim_threshold))
+    with _scratch.lock:
+        _scratch.threshold = mmap_threshold if done else None
     if not done:
-        logger.debug("glibc refused the malloc thresholds (%d bytes)", mmap_threshold)
+        logger.debug("glibc refused the malloc thresholds (%d and %d bytes)", mmap_threshold, trim_threshold)
     return done
+
+
+class _Scratch:
+    """The open :func:`scratch` scopes of this process, and the mmap threshold :func:`tune` fixed (None: not tuned)."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.open = 0
+        self.threshold: int | None = None
+
+
+_scratch = _Scratch()
+
+
+@contextmanager
+def scratch() -> Iterator[None]:
+    """A stretch of array work (an apprentice's fit, a re-score) whose temporaries come from the heaps.
+
+    With the mmap threshold fixed (:func:`tune`), each NumPy temporary of 128 KiB or more is a fresh mapping,
+    every 4 KiB page of it zeroed and faulted in when first written, and unmapped when freed: a fit or a
+    re-score makes thousands of them, and faulting them in took as much CPU as their arithmetic. While a scope
+    is open (in any thread), blocks below :data:`SCRATCH_THRESHOLD` come from the heaps, whose pages the next
+    temporary reuses; when the last scope closes, the threshold is fixed again and the heaps are trimmed
+    (:func:`trim`), so that what the work left free goes back to the kernel. Nothing changes where
+    :func:`tune` was not done (glibc's own moving threshold keeps such blocks in the heaps already).
+    """
+    libc = glibc()
+    with _scratch.lock:
+        fixed = _scratch.threshold
+        if libc is None or fixed is None:
+            fixed = None
+        else:
+            _scratch.open += 1
+            if _scratch.open == 1:
+                libc.mallopt(M_MMAP_THRESHOLD, max(fixed, SCRATCH_THRESHOLD))
+    try:
+        yield
+    finally:
+        if fixed is not None and libc is not None:
+            with _scratch.lock:
+                _scratch.open -= 1
+                last = _scratch.open == 0
+                if last:
+                    libc.mallopt(M_MMAP_THRESHOLD, fixed)
+            if last:
+                trim()
 
 
 def trim() -> bool:

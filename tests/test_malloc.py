@@ -202,3 +202,141 @@ def test_a_critic_of_large_arrays_can_go_to_the_worker_and_a_lambda_cannot():
     large = np.arange(1 << 20, dtype=np.float64)  # 8 MB: protocol 5 hands it to the sink as a buffer
     assert _portable(SimpleNamespace(weights=large), "Science.Physics")
     assert not _portable(SimpleNamespace(scorer=lambda x: x), "Science.Physics")
+
+
+# Writes a 1 MiB NumPy array and frees it 40 times, outside a scratch scope and then inside one, and prints
+# this thread's minor page faults for each, then the MB resident freed by the scope's close.
+SCRATCH_PROBE = textwrap.dedent(
+    """
+    import resource
+    import numpy as np
+    from focused import malloc
+    assert malloc.tune()
+
+    def faults():
+        return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+
+    def rss():
+        for line in open("/proc/self/status"):
+            if line.startswith("VmRSS:"):
+                return int(line.split()[1]) / 1024
+
+    def work():
+        before = faults()
+        for _ in range(40):
+            a = np.ones(1 << 17)  # 1 MiB
+            del a
+        return faults() - before
+
+    outside = work()
+    with malloc.scratch():
+        inside = work()
+        pins = [np.ones(1 << 17) for _ in range(8)] + [bytearray(64)]  # 8 MiB free in the heap at the close
+        del pins[:8]
+        held = rss()
+    print(outside, inside, held - rss())
+    """
+)
+
+
+@needs_glibc
+def test_inside_scratch_temporaries_reuse_heap_pages_and_the_close_gives_them_back():
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+    out = subprocess.run([sys.executable, "-c", SCRATCH_PROBE], capture_output=True, text=True, check=True, env=env)
+    outside, inside, released = (float(x) for x in out.stdout.split())
+    assert outside >= 40 * 200  # a fresh mapping each time: 256 pages faulted in
+    assert inside < outside / 5  # the heap's pages again
+    assert released > 6  # the heap's free pages went back when the scope closed
+
+
+class _FakeLibc:
+    def __init__(self) -> None:
+        self.calls: list[tuple] = []
+
+    def mallopt(self, param: int, value: int) -> int:
+        self.calls.append(("mallopt", param, value))
+        return 1
+
+    def malloc_trim(self, pad: int) -> int:
+        self.calls.append(("trim",))
+        return 1
+
+
+@pytest.fixture
+def fake_libc(monkeypatch):
+    libc = _FakeLibc()
+    monkeypatch.setattr(malloc, "glibc", lambda: libc)
+    monkeypatch.setattr(malloc, "_scratch", malloc._Scratch())
+    return libc
+
+
+def test_scratch_scopes_of_several_threads_restore_the_threshold_once_when_the_last_closes(fake_libc):
+    import threading
+
+    assert malloc.tune()
+    fake_libc.calls.clear()
+    raise_ = ("mallopt", malloc.M_MMAP_THRESHOLD, malloc.SCRATCH_THRESHOLD)
+    restore = ("mallopt", malloc.M_MMAP_THRESHOLD, malloc.MMAP_THRESHOLD)
+    opened, release = threading.Event(), threading.Event()
+
+    def other() -> None:
+        with malloc.scratch():
+            opened.set()
+            release.wait(5)
+
+    thread = threading.Thread(target=other)
+    with malloc.scratch():
+        thread.start()
+        assert opened.wait(5)
+        assert fake_libc.calls == [raise_]  # raised once for both
+    assert fake_libc.calls == [raise_]  # the other thread's scope is still open
+    release.set()
+    thread.join(5)
+    assert fake_libc.calls == [raise_, restore, ("trim",)]
+    with malloc.scratch():  # and again for the next
+        pass
+    assert fake_libc.calls[3:] == [raise_, restore, ("trim",)]
+
+
+def test_scratch_changes_nothing_unless_the_allocator_was_tuned(fake_libc):
+    with malloc.scratch():
+        pass
+    assert fake_libc.calls == []
+
+
+def test_the_thresholds_tune_fixes(fake_libc):
+    assert malloc.tune()
+    assert fake_libc.calls == [
+        ("mallopt", malloc.M_MMAP_THRESHOLD, malloc.MMAP_THRESHOLD),
+        ("mallopt", malloc.M_TRIM_THRESHOLD, malloc.TRIM_THRESHOLD),
+    ]
+
+
+def test_a_fit_and_a_background_rescore_run_inside_scratch(monkeypatch):
+    """The two stretches of array work of a crawl: the apprentice's training (in its thread) and a background
+    re-score's reading and scoring (in its thread)."""
+    from contextlib import contextmanager
+
+    from focused.core import rescoring
+    from focused.extensions.apprentice.base import RelevanceFeedback
+
+    depth = [0]
+    seen: list[tuple[str, int]] = []
+
+    @contextmanager
+    def scratch():
+        depth[0] += 1
+        try:
+            yield
+        finally:
+            depth[0] -= 1
+
+    monkeypatch.setattr(malloc, "scratch", scratch)
+    feedback = SimpleNamespace(
+        online=SimpleNamespace(train=lambda *a: seen.append(("train", depth[0]))), checkpoints=None
+    )
+    RelevanceFeedback._train_and_checkpoint(feedback, [], [])  # type: ignore[arg-type]
+    job = SimpleNamespace(read=lambda: iter([([1], ["payload"])]))
+    out = rescoring._read_and_score(job, lambda blobs: seen.append(("score", depth[0])) or [5])  # type: ignore[arg-type]
+    assert out == [([1], [5])]
+    assert seen == [("train", 1), ("score", 1)]

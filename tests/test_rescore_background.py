@@ -4,6 +4,7 @@ once; with strict best-first nothing is handed out meanwhile."""
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import threading
@@ -51,9 +52,9 @@ def threads(monkeypatch):
         def __init__(self):
             self.pending: list[tuple[object, Deferred]] = []
 
-        def defer(self, fn):
+        def defer(self, fn, *args, **kwargs):  # deferToThread's signature
             d: Deferred = Deferred()
-            self.pending.append((fn, d))
+            self.pending.append((functools.partial(fn, *args, **kwargs), d))
             return d
 
         def run(self):

@@ -10,14 +10,16 @@ re-scores apply in the order they were asked for.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from twisted.internet import task
 from twisted.internet.defer import Deferred
 from twisted.internet.threads import deferToThread
 
+from focused import malloc
 from focused.frontier.rescore import DecodingRescorer, Scorer
-from focused.frontier.store import FrontierStore
+from focused.frontier.store import FrontierStore, RescoreJob
 
 #: New priorities a background re-score writes per reactor turn.
 RESCORE_APPLY = 10_000
@@ -28,6 +30,13 @@ def next_turn() -> Deferred[None]:
     from twisted.internet import reactor
 
     return task.deferLater(reactor, 0, lambda: None)
+
+
+def _read_and_score(job: RescoreJob, rescorer: DecodingRescorer) -> list[tuple[Sequence[Any], Sequence[int | None]]]:
+    """In the thread: each chunk's entries and new priorities, the temporaries from the heaps
+    (:func:`focused.malloc.scratch`)."""
+    with malloc.scratch():
+        return [(ids, rescorer(blobs)) for ids, blobs in job.read()]
 
 
 class BackgroundRescores:
@@ -54,7 +63,7 @@ class BackgroundRescores:
                 if previous is not None:
                     await previous
                 rescorer = DecodingRescorer(scorer)
-                parts = await deferToThread(lambda: [(ids, rescorer(blobs)) for ids, blobs in job.read()])
+                parts = await deferToThread(_read_and_score, job, rescorer)
                 changed = 0
                 for ids, new in parts:
                     for start in range(0, len(ids), RESCORE_APPLY):

@@ -62,7 +62,7 @@ from twisted.internet import task
 from twisted.internet.base import DelayedCall
 from twisted.internet.defer import Deferred
 
-from focused import signals
+from focused import malloc, signals
 from focused.core.budget import PageBudget
 from focused.core.enginestate import downloads_waiting, engine_requests, unscored_pages
 from focused.core.fingerprints import UrlFingerprints
@@ -510,7 +510,8 @@ class FocusedScheduler:
         before = self.store.bad_payloads
         job = self.store.rescore_start()
         rescorer = DecodingRescorer(scorer)
-        changed = run_job(job, rescorer, between=self.store.maybe_commit)
+        with malloc.scratch():  # the decoding's and the model's temporaries from the heaps
+            changed = run_job(job, rescorer, between=self.store.maybe_commit)
         self._count_bad(rescorer.bad + self.store.bad_payloads - before)
         self.stats.inc_value("focused/frontier/rescored", len(self.store))
         return changed

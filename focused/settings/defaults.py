@@ -283,5 +283,6 @@ FOCUSED_EXAMPLES_BACKGROUND = "webkb,wiki"
 FOCUSED_EXAMPLES_MAX_BACKGROUND = 3000
 #: Fix glibc's mmap threshold in the crawl process and its page-analysis worker (focused.malloc): large blocks are
 #: mapped on their own and returned to the kernel when freed, instead of leaving holes in the heaps as glibc's
-#: moving threshold does. No effect where the C library is not glibc. False: the allocator as glibc sets it.
+#: moving threshold does; the apprentice's fits and the re-scores take their temporaries from the heaps while they
+#: run, and trim them after. No effect where the C library is not glibc. False: the allocator as glibc sets it.
 FOCUSED_MALLOC_TUNING = True

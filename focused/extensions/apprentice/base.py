@@ -29,7 +29,7 @@ from scrapy.utils.job import job_dir
 from twisted.internet.defer import Deferred, DeferredList
 from twisted.internet.threads import deferToThread
 
-from focused import signals
+from focused import malloc, signals
 from focused.errors import ConfigError
 from focused.learning.apprentice.checkpoint import CheckpointError, load_checkpoint, save_checkpoint
 from focused.learning.apprentice.model import ApprenticeModel
@@ -157,7 +157,8 @@ class RelevanceFeedback:
 
     def _train_and_checkpoint(self, features: list[Any], relevances: Any) -> ApprenticeModel | None:
         """In the training thread: learn the batch, then checkpoint (the learner is not changing now)."""
-        model = self.online.train(features, relevances)
+        with malloc.scratch():  # the fit's temporaries from the heaps, not faulted in afresh
+            model = self.online.train(features, relevances)
         if self.checkpoints is not None:
             try:
                 save_checkpoint(self.checkpoints, self.online, model if model is not None else self.online.model)

@@ -25,6 +25,7 @@ from twisted.internet.defer import Deferred
 from twisted.internet.task import LoopingCall, deferLater
 from twisted.internet.threads import deferToThread
 
+from focused import malloc
 from focused.extensions.apprentice.base import RelevanceFeedback
 from focused.learning.apprentice.shared import SharedLearning, Trained
 from focused.settings.access import setting
@@ -145,10 +146,15 @@ class SharedFeedback(RelevanceFeedback):
     def _train_shared(self) -> Deferred[Any]:
         self.training = True
         started = time.perf_counter()
-        d = deferToThread(self.shared.train_batch)
+        d = deferToThread(self._train_in_thread)
         d.addCallback(self._published, started)
         d.addErrback(self._failed)
         return d
+
+    def _train_in_thread(self) -> Trained:
+        """In the training thread, with the fit's temporaries from the heaps (:func:`focused.malloc.scratch`)."""
+        with malloc.scratch():
+            return self.shared.train_batch()
 
     def _published(self, result: Trained, started: float) -> None:
         self.training = False
