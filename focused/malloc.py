@@ -97,7 +97,8 @@ def scratch() -> Iterator[None]:
 
     With the mmap threshold fixed (:func:`tune`), each NumPy temporary of 128 KiB or more is a fresh mapping,
     every 4 KiB page of it zeroed and faulted in when first written, and unmapped when freed: a fit or a
-    re-score makes thousands of them, and faulting them in took as much CPU as their arithmetic. While a scope
+    re-score makes thousands of them, and in a crawl faulting them in took two thirds as much CPU as their
+    arithmetic (docs/results.md, "CPU per page"). While a scope
     is open (in any thread), blocks below :data:`SCRATCH_THRESHOLD` come from the heaps, whose pages the next
     temporary reuses; when the last scope closes, the threshold is fixed again and the heaps are trimmed
     (:func:`trim`), so that what the work left free goes back to the kernel. Nothing changes where
@@ -105,10 +106,8 @@ def scratch() -> Iterator[None]:
     """
     libc = glibc()
     with _scratch.lock:
-        fixed = _scratch.threshold
-        if libc is None or fixed is None:
-            fixed = None
-        else:
+        fixed = _scratch.threshold if libc is not None else None  # None: not tuned, nothing to do
+        if fixed is not None and libc is not None:
             _scratch.open += 1
             if _scratch.open == 1:
                 libc.mallopt(M_MMAP_THRESHOLD, max(fixed, SCRATCH_THRESHOLD))

@@ -313,8 +313,8 @@ def test_the_thresholds_tune_fixes(fake_libc):
 
 
 def test_a_fit_and_a_background_rescore_run_inside_scratch(monkeypatch):
-    """The two stretches of array work of a crawl: the apprentice's training (in its thread) and a background
-    re-score's reading and scoring (in its thread)."""
+    """The stretches of array work of a crawl: the apprentice's training (in its thread), a background re-score's
+    reading and scoring (in its thread) and a re-score done at once."""
     from contextlib import contextmanager
 
     from focused.core import rescoring
@@ -339,4 +339,10 @@ def test_a_fit_and_a_background_rescore_run_inside_scratch(monkeypatch):
     job = SimpleNamespace(read=lambda: iter([([1], ["payload"])]))
     out = rescoring._read_and_score(job, lambda blobs: seen.append(("score", depth[0])) or [5])  # type: ignore[arg-type]
     assert out == [([1], [5])]
-    assert seen == [("train", 1), ("score", 1)]
+    # and a re-score done at once (the intelligent strategy's), on the scheduler's thread
+    from tests.test_rescore_background import make_scheduler, request
+
+    _, scheduler = make_scheduler({})
+    scheduler.enqueue_request(request("a", 1, True))
+    assert scheduler.rescore(lambda payloads: seen.append(("at once", depth[0])) or [7] * len(payloads)) == 1
+    assert seen == [("train", 1), ("score", 1), ("at once", 1)]
