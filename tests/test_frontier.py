@@ -63,7 +63,7 @@ def test_parent_aggregation(aggregation, expected):
     entry = next(e for e in f if e.key == "x")
     assert entry.priority == expected
     assert f.peek().key == ("x" if expected > 49 else "y")
-    assert entry.parent_priorities == [10, 90, 50]
+    assert (entry.first, entry.n, entry.total, entry.best) == (10, 3, 150, 90)
     assert len(f) == 2
     assert f.merged == 2
 

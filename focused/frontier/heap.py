@@ -27,10 +27,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
 
-T = TypeVar("T")
+from focused.frontier.store import check_options, combine
 
-AGGREGATIONS = ("first", "max", "mean")
-TIEBREAKS = ("fifo", "random")
+T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -41,7 +40,12 @@ class Entry(Generic[T]):
     item: T
     priority: int
     tie: float
-    parent_priorities: list[int] = field(default_factory=list)
+    #: the parents' priorities as the durable stores keep them: the first's, how many, their sum and their
+    #: maximum (:func:`~focused.frontier.store.combine`; one step a merge, whatever the number of parents)
+    first: int = 0
+    n: int = 1
+    total: int = 0
+    best: int = 0
     payloads: list[Any] = field(default_factory=list)
     handle: int = 0
 
@@ -50,10 +54,7 @@ class Frontier(Generic[T]):
     """Priority queue of waiting URLs with parent merging and re-scoring."""
 
     def __init__(self, aggregation: str = "max", tiebreak: str = "fifo", seed: int = 0) -> None:
-        if aggregation not in AGGREGATIONS:
-            raise ValueError(f"aggregation must be one of {AGGREGATIONS}, not {aggregation!r}")
-        if tiebreak not in TIEBREAKS:
-            raise ValueError(f"tiebreak must be one of {TIEBREAKS}, not {tiebreak!r}")
+        check_options(aggregation, tiebreak)
         self.aggregation = aggregation
         self.tiebreak = tiebreak
         self._rng = random.Random(seed)
@@ -76,30 +77,27 @@ class Frontier(Generic[T]):
         entry.handle = self._next_handle()
         heapq.heappush(self._heap, (-entry.priority, entry.tie, entry.handle, entry.key))
 
-    def _combine(self, priorities: list[int]) -> int:
-        if self.aggregation == "first":
-            return priorities[0]
-        if self.aggregation == "max":
-            return max(priorities)
-        return round(sum(priorities) / len(priorities))
-
     def push(self, key: str, item: T, priority: int, payload: Any = None) -> bool:
         """Add a URL, or merge a new parent into a waiting one.
 
         Returns ``True`` when the URL is new to the frontier, ``False`` when it
         was already waiting (its priority then follows the aggregation rule).
         """
+        priority = int(priority)
         entry = self._entries.get(key)
         if entry is None:
             tie = float(self._counter) if self.tiebreak == "fifo" else self._rng.random()
-            entry = Entry(key, item, int(priority), tie, [int(priority)], [payload])
+            entry = Entry(key, item, priority, tie, priority, 1, priority, priority, [payload])
             self._entries[key] = entry
             self._heap_push(entry)
             return True
         self.merged += 1
-        entry.parent_priorities.append(int(priority))
+        entry.n += 1
+        entry.total += priority
+        if priority > entry.best:
+            entry.best = priority
         entry.payloads.append(payload)
-        new = self._combine(entry.parent_priorities)
+        new = combine(self.aggregation, entry.first, entry.n, entry.total, entry.best)
         if new != entry.priority:
             entry.priority = new
             self._heap_push(entry)

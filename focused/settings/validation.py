@@ -104,13 +104,13 @@ def _frontier_stores() -> Sequence[str]:
 
 
 def _aggregations() -> Sequence[str]:
-    from focused.frontier.heap import AGGREGATIONS
+    from focused.frontier.store import AGGREGATIONS
 
     return AGGREGATIONS
 
 
 def _tiebreaks() -> Sequence[str]:
-    from focused.frontier.heap import TIEBREAKS
+    from focused.frontier.store import TIEBREAKS
 
     return TIEBREAKS
 
