@@ -7,11 +7,13 @@ import random
 from pathlib import Path
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from focused.bench.runner import run_crawl
 from focused.crawldb import iter_pages
+from focused.downloadermiddlewares.binarybody import _CONTROL, _utf8_controls, looks_binary
 from focused.downloadermiddlewares.binarybody import STAT as BINARY
-from focused.downloadermiddlewares.binarybody import looks_binary
 from focused.downloadermiddlewares.httpcompression import STAT as BOMB
 from tests.local_server import HTML, LocalServer, direct_crawl
 from tests.sites import SPORT
@@ -35,6 +37,53 @@ def test_random_bytes_are_binary_in_any_encoding(encoding: str) -> None:
     body = random.Random(0).randbytes(20_000)
     assert looks_binary(body, encoding)
     assert looks_binary(b"<html><body>" + body.replace(b"\x00", b"") + b"</body></html>", encoding)
+
+
+@settings(max_examples=400, deadline=None)
+@given(
+    st.lists(
+        st.sampled_from(
+            [
+                0x00,
+                0x05,
+                0x09,
+                0x0A,
+                0x1F,
+                0x20,
+                0x41,
+                0x7F,
+                0x80,
+                0x85,
+                0x9F,
+                0xA0,
+                0xBF,
+                0xC2,
+                0xC3,
+                0xE2,
+                0xED,
+                0xF0,
+                0xF4,
+                0xFF,
+            ]
+        )
+        | st.integers(0, 255),
+        max_size=300,
+    )
+)
+def test_utf8_controls_are_counted_in_the_bytes_as_in_the_decoded_text(data: list[int]) -> None:
+    """Counted from the bytes (C0 and DEL bytes, 0xC2 then 0x80-0x9F): the same count as the regex over the text
+    decoded with undecodable bytes replaced, on bytes rich in controls, lead and continuation bytes."""
+    sample = bytes(data)
+    assert _utf8_controls(sample) == len(_CONTROL.findall(sample.decode("utf-8", errors="replace")))
+
+
+def test_utf8_controls_of_every_two_bytes_and_every_three_of_the_telling_ones() -> None:
+    """Exhaustively: every pair of bytes, and every triple of controls, lead and continuation bytes."""
+    telling = [0x00, 0x09, 0x0E, 0x1F, 0x41, 0x7F, 0x80, 0x9F, 0xA0, 0xBF, 0xC2, 0xC3, 0xE2, 0xF0, 0xFF]
+    samples = [bytes((a, b)) for a in range(256) for b in range(256)]
+    samples += [bytes((a, b, c)) for a in telling for b in telling for c in telling]
+    for sample in samples:
+        assert _utf8_controls(sample) == len(_CONTROL.findall(sample.decode("utf-8", errors="replace"))), sample
 
 
 SHORT_LATIN = "<html><body><p>Élève à l'école: café, crème brûlée, déjà vu, naïve façade.</p></body></html>"

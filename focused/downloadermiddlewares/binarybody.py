@@ -17,6 +17,7 @@ import logging
 import re
 from typing import TYPE_CHECKING
 
+import numpy as np
 from scrapy.exceptions import IgnoreRequest
 from scrapy.http import TextResponse
 
@@ -39,6 +40,8 @@ MIN_CONTROLS = 3
 MAX_UNDECODABLE_RATIO = 0.5
 #: What no text has: the C0 and C1 controls other than tab, line feed, vertical tab, form feed and carriage return.
 _CONTROL = re.compile("[\x00-\x08\x0e-\x1f\x7f-\x9f]")
+#: The bytes of the C0 controls and DEL among them.
+_C0_BYTES = bytes([*range(0x00, 0x09), *range(0x0E, 0x20), 0x7F])
 
 
 def looks_binary(body: bytes, encoding: str) -> bool:
@@ -55,10 +58,27 @@ def looks_binary(body: bytes, encoding: str) -> bool:
         text = sample.decode("utf-8", errors="replace")
     if not text:
         return False
-    controls = len(_CONTROL.findall(text))
+    controls = _utf8_controls(sample) if _is_utf8(encoding) else len(_CONTROL.findall(text))
     if controls >= MIN_CONTROLS and controls > MAX_CONTROL_RATIO * len(text):
         return True
     return text.count("\ufffd") > MAX_UNDECODABLE_RATIO * len(text)
+
+
+def _is_utf8(encoding: str) -> bool:
+    return encoding.lower().replace("-", "").replace("_", "") in ("utf8", "u8")
+
+
+def _utf8_controls(sample: bytes) -> int:
+    """The control characters of ``sample`` decoded as UTF-8 (undecodable bytes replaced), counted in its bytes
+    (the regex over the text took 0.1 ms a page): a C0 control or DEL is its own byte, which no multi-byte
+    character holds, and a C1 control is 0xC2 then 0x80-0x9F, where the decoder always starts a character
+    (0xC2 continues none)."""
+    c0 = len(sample) - len(sample.translate(None, _C0_BYTES))
+    if b"\xc2" not in sample:
+        return c0
+    u8 = np.frombuffer(sample, dtype=np.uint8)
+    after = u8[1:][u8[:-1] == 0xC2]
+    return c0 + int(np.count_nonzero((after >= 0x80) & (after <= 0x9F)))
 
 
 class BinaryBodyMiddleware:
