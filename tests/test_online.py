@@ -266,3 +266,25 @@ def test_a_resumed_apprentice_keeps_the_crawls_bound_on_its_instances(tmp_path):
     assert resumed.learner.n_instances == 6 and resumed.learner.max_instances == 5
     resumed.learner.add([np.array([4], dtype=np.int32)], [0.9])  # the next add applies it
     assert resumed.learner.n_instances == 4 and resumed.learner.dropped == 3
+
+
+def test_a_page_is_encoded_once_for_the_frontier_and_the_apprentices_pending_links():
+    """The apprentice strategy encodes a page's payloads once: the frontier's bytes are ``encode_payloads``'s,
+    and the links kept until their targets are judged hold the same bytes as when the apprentice encoded them."""
+    from types import SimpleNamespace
+
+    from focused.frontier.payloads import encode_payloads
+    from focused.strategies.apprentice import ApprenticeStrategy
+    from focused.strategies.base import FetchedPage
+
+    links = [f"http://x.test/{name}" for name in ("a", "b", "c", "d")]
+    body = html(links[0], links[1]) + html(links[2], links[3])
+    page = FetchedPage("http://x.test/hub", 0, SimpleNamespace(parent_view=0.5, top_classes=[]), body)
+    strategy = ApprenticeStrategy(online(), "apprentice")
+    strategy.online.observe_page(["http://x.test/b"], 0.9)  # b's target judged: an instance, not kept pending
+    scored = strategy.score(page, links)
+    assert scored.blobs == encode_payloads(scored.payloads)
+    alone = online()
+    alone.observe_page(["http://x.test/b"], 0.9)
+    alone.observe_links(links, scored.payloads)  # encoding them itself
+    assert strategy.online._pending == alone._pending and len(alone._pending) == 3

@@ -137,7 +137,8 @@ class LinkScoringMiddleware:
             request.meta[SCORE_META_KEY] = round(float(score), 6)
         if scored.payloads is not None:
             # moved out of the meta by the scheduler, into the frontier entry (encoded here, a page at once)
-            for request, blob in zip(requests, encode_payloads(scored.payloads), strict=True):
+            blobs = scored.blobs if scored.blobs is not None else encode_payloads(scored.payloads)
+            for request, blob in zip(requests, blobs, strict=True):
                 request.meta[PAYLOAD_BYTES_META_KEY] = blob
         self.stats.inc_value("focused/links_scored", len(requests))
         return requests

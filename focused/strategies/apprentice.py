@@ -16,7 +16,7 @@ from focused.errors import ConfigError
 from focused.learning.apprentice.explore import NoveltyBonus
 from focused.learning.apprentice.learner import Apprentice, NotReadyError
 from focused.learning.apprentice.online import OnlineApprentice
-from focused.learning.apprentice.payload import LinkPayload
+from focused.learning.apprentice.payload import LinkPayload, encode_links
 from focused.learning.apprentice.siblings import SiblingFeedback
 from focused.learning.critic.snippet import make_snippet_critic
 from focused.learning.modelfile import ModelFileError
@@ -40,17 +40,20 @@ class ApprenticeStrategy:
         self.online = online
         self.name = name
         #: Where the links of a fetched page go until their targets are judged (shared learning replaces it).
-        self.observe_links: Callable[[Sequence[str], Sequence[LinkPayload]], object] = online.observe_links
+        self.observe_links: Callable[[Sequence[str], Sequence[LinkPayload], Sequence[bytes]], object] = (
+            online.observe_links
+        )
 
     def score(self, page: FetchedPage, links: Sequence[str]) -> Scored:
         payloads = self.online.link_features(
             page.url, page.html, page.verdict.parent_view, page.verdict.top_classes, links, parsed=page.parsed
         )
-        self.observe_links(links, payloads)
+        blobs = encode_links(payloads)  # once, for the links the apprentice keeps and for the frontier
+        self.observe_links(links, payloads, blobs)
         scores = self.online.score(payloads)
         if scores is None:
             scores = [page.verdict.parent_view] * len(links)
-        return Scored(scores, payloads)
+        return Scored(scores, payloads, blobs)
 
 
 def build_apprentice(name: str, ctx: BuildContext) -> ApprenticeStrategy:

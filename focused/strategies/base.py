@@ -45,10 +45,12 @@ class FetchedPage:
 
 @dataclass(frozen=True)
 class Scored:
-    """Scores of a page's links, and optional per-link payloads for the frontier."""
+    """Scores of a page's links, optional per-link payloads for the frontier, and those payloads encoded when the
+    strategy encoded them already (:func:`~focused.frontier.payloads.encode_payloads`'s bytes)."""
 
     scores: list[float]
     payloads: list[Any] | None = None
+    blobs: list[bytes] | None = None
 
 
 class Strategy(Protocol):

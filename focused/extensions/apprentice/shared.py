@@ -106,8 +106,10 @@ class SharedFeedback(RelevanceFeedback):
             self._down = False
         return result
 
-    def _observe_links(self, links: Sequence[str], payloads: Sequence[LinkPayload]) -> None:
-        self._guard(lambda: self.shared.observe_links(links, payloads))
+    def _observe_links(
+        self, links: Sequence[str], payloads: Sequence[LinkPayload], blobs: Sequence[bytes] | None = None
+    ) -> None:
+        self._guard(lambda: self.shared.observe_links(links, payloads, blobs))
 
     def spider_opened(self) -> None:
         self._guard(self._pick_up)  # a model published before this worker started

@@ -162,15 +162,18 @@ class OnlineApprentice(OnlineState):
 
     # -- the feedback loop --------------------------------------------------------
 
-    def observe_links(self, links: Sequence[str], payloads: Sequence[LinkPayload]) -> None:
-        """Remember the links of a fetched page until their targets are fetched."""
+    def observe_links(
+        self, links: Sequence[str], payloads: Sequence[LinkPayload], blobs: Sequence[bytes] | None = None
+    ) -> None:
+        """Remember the links of a fetched page until their targets are fetched (``blobs``: the payloads'
+        :func:`~focused.learning.apprentice.payload.encode_links`, when the caller has them)."""
         with self._lock:
             if self.siblings is not None:
                 self.siblings.note_source(payloads)
             to_judged: list[LinkPayload] = []
             judged: list[float] = []
-            waiting: list[tuple[str, LinkPayload]] = []
-            for link, payload in zip(links, payloads, strict=True):
+            waiting: list[tuple[str, int]] = []
+            for i, (link, payload) in enumerate(zip(links, payloads, strict=True)):
                 key = page_key(link)
                 relevance = self._fetched.get(key)
                 if relevance is not None:
@@ -180,9 +183,13 @@ class OnlineApprentice(OnlineState):
                     to_judged.append(payload)
                     judged.append(relevance)
                 else:
-                    waiting.append((key, payload))
+                    waiting.append((key, i))
             # kept as their tagged bytes, the ids as 2-byte gaps where they fit (half of their int32 bytes)
-            for (key, _), blob in zip(waiting, encode_links([payload for _, payload in waiting]), strict=True):
+            if blobs is None:
+                encoded = encode_links([payloads[i] for _, i in waiting])
+            else:
+                encoded = [blobs[i] for _, i in waiting]
+            for (key, _), blob in zip(waiting, encoded, strict=True):
                 self._pending.setdefault(key, bytearray()).extend(blob)
             self._n_pending += len(waiting)
             if self.max_pending and self._n_pending > self.max_pending:

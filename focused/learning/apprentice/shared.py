@@ -233,12 +233,16 @@ class SharedLearning:
 
     # -- every worker: instances -------------------------------------------------------
 
-    def observe_links(self, links: Sequence[str], payloads: Sequence[LinkPayload]) -> int:
-        """Links of a page this worker fetched; returns how many became instances at once (target judged)."""
+    def observe_links(
+        self, links: Sequence[str], payloads: Sequence[LinkPayload], blobs: Sequence[bytes] | None = None
+    ) -> int:
+        """Links of a page this worker fetched (``blobs``: the payloads' ``encode_links``, when the caller has
+        them); returns how many became instances at once (target judged)."""
         if not links:
             return 0
         args: list[Any] = []
-        for link, blob in zip(links, encode_links(payloads), strict=True):  # tagged: 2-byte gaps where they fit
+        encoded = encode_links(payloads) if blobs is None else blobs  # tagged: 2-byte gaps where they fit
+        for link, blob in zip(links, encoded, strict=True):
             key = page_key(link)
             self._tags += 1
             args += [key, digest(key) + f"{self._tags:012x}{self.token}".encode(), blob]
