@@ -136,7 +136,8 @@ class LinkScoringMiddleware:
             request.priority = score_to_priority(score)
             request.meta[SCORE_META_KEY] = round(float(score), 6)
         if scored.payloads is not None:
-            # moved out of the meta by the scheduler, into the frontier entry (encoded here, a page at once)
+            # moved out of the meta by the scheduler, into the frontier entry (a page's at once: by the strategy,
+            # which encoded them for itself already, or here)
             blobs = scored.blobs if scored.blobs is not None else encode_payloads(scored.payloads)
             for request, blob in zip(requests, blobs, strict=True):
                 request.meta[PAYLOAD_BYTES_META_KEY] = blob
