@@ -238,9 +238,7 @@ def stacked_sigmoid(
         fh = int(np.count_nonzero(high[rows]))
         if k > 1:  # held out: remove the fold's own occurrences
             c = c_all.copy()
-            one = c.dtype.type(1)  # in place, exact: the counts are integers (int32, or floats in tests)
-            np.subtract.at(c[1], inv[fold_high], one)
-            np.subtract.at(c[0], inv[~fold_high], one)
+            add_counts(c, inv, fold_high, -1)  # in place, exact: the counts are integers
             n_l = totals[0] - np.count_nonzero(~fold_high)
             n_h = totals[1] - np.count_nonzero(fold_high)
             v = vocab - int(np.count_nonzero(was_known & (c[0] + c[1] <= 0)))
