@@ -49,7 +49,8 @@ def looks_binary(body: bytes, encoding: str) -> bool:
     sample = body[:SAMPLE_BYTES]
     if not sample:
         return False
-    wide = encoding.lower().replace("-", "").replace("_", "").startswith(("utf16", "utf32"))
+    name = encoding.lower().replace("-", "").replace("_", "")
+    wide = name.startswith(("utf16", "utf32"))
     if not wide and b"\x00" in sample:
         return True
     try:
@@ -58,14 +59,10 @@ def looks_binary(body: bytes, encoding: str) -> bool:
         text = sample.decode("utf-8", errors="replace")
     if not text:
         return False
-    controls = _utf8_controls(sample) if _is_utf8(encoding) else len(_CONTROL.findall(text))
+    controls = _utf8_controls(sample) if name in ("utf8", "u8") else len(_CONTROL.findall(text))
     if controls >= MIN_CONTROLS and controls > MAX_CONTROL_RATIO * len(text):
         return True
     return text.count("\ufffd") > MAX_UNDECODABLE_RATIO * len(text)
-
-
-def _is_utf8(encoding: str) -> bool:
-    return encoding.lower().replace("-", "").replace("_", "") in ("utf8", "u8")
 
 
 def _utf8_controls(sample: bytes) -> int:
