@@ -4,24 +4,24 @@ from __future__ import annotations
 
 import numpy as np
 
-from focused.learning.apprentice.packed import pack_into, packed_buffer
+from focused.learning.apprentice.packed import PackedIds, pack
 from focused.learning.apprentice.stats import add_counts, feature_ranks, normalize_evidence, stacked_sigmoid
 from focused.learning.logistic import fit_logistic
 
 
 def test_feature_ranks_give_numpy_unique() -> None:
     rng = np.random.default_rng(0)
-    for size, n_features in ((0, 16), (1, 16), (5_000, 2**20), (50_000, 1024)):
+    for size, n_features in ((0, 16), (1, 16), (5_000, 2**20), (50_000, 1024), (2_500_000, 2**20)):
         ids = (rng.zipf(1.3, size) % n_features).astype(np.int32)
-        uniq, rank = feature_ranks(ids, n_features)
+        lengths = _split(rng, size)
+        indptr = np.concatenate([[0], np.cumsum(lengths)])
+        uniq, rank = feature_ranks(ids, indptr, n_features)
         inverse = rank[ids]
         want_uniq, want_inverse = np.unique(ids, return_inverse=True)
         assert np.array_equal(uniq, want_uniq) and np.array_equal(inverse, want_inverse)
         assert np.array_equal(uniq[inverse], ids)
         slot_of = rng.permutation(n_features).astype(np.int32)  # through a map, from packed ids
-        packed = packed_buffer(size)
-        pack_into(packed, 0, ids)
-        uniq, rank = feature_ranks(packed, n_features, slot_of)
+        uniq, rank = feature_ranks(PackedIds(*pack(ids, lengths)), indptr, n_features, slot_of)
         want_uniq, want_inverse = np.unique(slot_of[ids], return_inverse=True)
         assert np.array_equal(uniq, want_uniq) and np.array_equal(rank[slot_of[ids]], want_inverse)
 
@@ -52,8 +52,7 @@ def test_the_calibration_reads_only_its_sample_of_the_latest_instances() -> None
     slot_of = rng.permutation(n_features).astype(np.int32)  # slot s holds the feature whose slot_of is s
     by_slot = np.zeros_like(counts)
     by_slot[:, slot_of] = counts
-    packed = packed_buffer(len(ids))
-    pack_into(packed, 0, ids)
+    packed = PackedIds(*pack(ids, np.diff(indptr)))
     slotted = stacked_sigmoid(by_slot, rel, indptr, packed, high, side, max_instances=m, slot_of=slot_of, **kw)
     for got in (suffix, slotted):
         assert got[0] == whole[0] and got[1] == whole[1] and np.array_equal(got[2], whole[2])
@@ -98,6 +97,17 @@ def test_the_calibration_fits_the_held_out_scores_of_plain_naive_bayes_folds() -
         coef, intercept = fit_logistic(np.column_stack([scores / scale, side[sample]]), high[sample], C=1.0)
         assert np.isclose(got[0], coef[0] / scale, rtol=1e-9, atol=0) and np.isclose(got[1], intercept, rtol=1e-9)
         assert np.allclose(got[2], coef[1:], rtol=1e-9, atol=0)
+
+
+def _split(rng: np.random.Generator, size: int) -> np.ndarray:
+    """Lengths of instances that share ``size`` ids: mostly short, one now and then longer than a chunk of
+    :func:`feature_ranks`."""
+    lengths = []
+    while size:
+        n = min(size, int(rng.integers(0, 2_000_000 if rng.random() < 0.01 else 300)))
+        lengths.append(n)
+        size -= n
+    return np.array(lengths, dtype=np.int64)
 
 
 def _instances(

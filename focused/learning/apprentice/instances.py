@@ -6,7 +6,7 @@ reading is never rewritten below what it read. Growth copies into a larger array
 instances moves the rest into fresh arrays, and new instances are written past the end; only the counts
 change in place (under the lock: a fit copies them there).
 
-* :class:`InstanceBuffer`: every instance kept, as packed ids (3 bytes each,
+* :class:`InstanceBuffer`: every instance kept, as packed ids (2-byte gaps,
   :mod:`~focused.learning.apprentice.packed`), row pointers, relevances and side views.
 * :class:`SlotCounts`: the LOW and HIGH counts of each feature seen, a *slot* each in the order the
   features were first seen, and the map from the hashed feature space to the slots (shared with the
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from focused.learning.apprentice.packed import pack_into, packed_buffer, take
+from focused.learning.apprentice.packed import PackedIds, pack, unpack
 from focused.learning.apprentice.stats import add_counts, grown
 
 __all__ = ["InstanceBuffer", "SlotCounts", "kept_past_bound"]
@@ -33,52 +33,79 @@ def kept_past_bound(bound: int) -> int:
 
 
 class InstanceBuffer:
-    """Instances in growing arrays: ``ids[indptr[i] : indptr[i + 1]]`` (packed) are instance i's feature ids,
-    ``rel[i]`` its relevance, ``side[i]`` its side views; the first :attr:`n` rows (:attr:`n_ids` ids) are
-    filled."""
+    """Instances in growing arrays: instance i's feature ids are positions ``indptr[i] : indptr[i + 1]`` of the
+    packed ids (:attr:`ids`), ``rel[i]`` its relevance, ``side[i]`` its side views; the first :attr:`n` rows
+    (:attr:`n_ids` ids) are filled."""
 
     def __init__(self, n_side: int) -> None:
-        self.ids = packed_buffer(1024)
+        self.low = np.zeros(1024, dtype=np.uint16)
+        self.wide_at = np.zeros(64, dtype=np.int64)
+        self.wide_high = np.zeros(64, dtype=np.uint16)
         self.n_ids = 0
+        self.n_wide = 0
         self.indptr = np.zeros(129, dtype=np.int64)
         self.rel = np.zeros(128, dtype=np.float64)
         self.side = np.zeros((128, n_side), dtype=np.float64)
         self.n = 0
 
+    @property
+    def ids(self) -> PackedIds:
+        """The filled ids (views: a fit reading them keeps them valid while the buffer grows)."""
+        return PackedIds(self.low[: self.n_ids], self.wide_at[: self.n_wide], self.wide_high[: self.n_wide])
+
     def append(self, ids: np.ndarray, lengths: np.ndarray, rel: np.ndarray, side: np.ndarray | None) -> None:
         """Add ``len(rel)`` instances: ``lengths[i]`` of the concatenated ``ids`` each."""
         n, k = self.n, len(rel)
-        self._reserve(n + k, self.n_ids + len(ids))
-        pack_into(self.ids, self.n_ids, ids)
+        low, wide_at, wide_high = pack(ids, lengths)
+        self._reserve(n + k, self.n_ids + len(low), self.n_wide + len(wide_at))
+        self.low[self.n_ids : self.n_ids + len(low)] = low
+        self.wide_at[self.n_wide : self.n_wide + len(wide_at)] = wide_at + self.n_ids
+        self.wide_high[self.n_wide : self.n_wide + len(wide_at)] = wide_high
         self.indptr[n + 1 : n + k + 1] = self.n_ids + np.cumsum(lengths)
         self.rel[n : n + k] = rel
         if side is not None:
             self.side[n : n + k] = side
-        self.n_ids += len(ids)
+        self.n_ids += len(low)
+        self.n_wide += len(wide_at)
         self.n += k
+
+    def all_ids(self) -> np.ndarray:
+        """Every instance's ids, as int32."""
+        return unpack(self.ids, slice(0, self.n_ids), np.diff(self.indptr[: self.n + 1]))
 
     def drop_oldest(self, d: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         """Forget the ``d`` oldest instances, moving the rest into fresh arrays; returns the forgotten ones'
         ids (int32), their lengths and their relevances."""
         n, cut = self.n, int(self.indptr[d])
-        dropped = (take(self.ids, slice(0, cut)), np.diff(self.indptr[: d + 1]), self.rel[:d].copy())
-        ids = packed_buffer(len(self.ids))
-        ids[: self.n_ids - cut] = self.ids[cut : self.n_ids]
+        lengths = np.diff(self.indptr[: d + 1])
+        dropped = (unpack(self.ids, slice(0, cut), lengths), lengths, self.rel[:d].copy())
+        low = np.zeros_like(self.low)
+        low[: self.n_ids - cut] = self.low[cut : self.n_ids]
+        kept = int(np.searchsorted(self.wide_at[: self.n_wide], cut))  # an instance's first gap counts from 0
+        wide_at, wide_high = np.zeros_like(self.wide_at), np.zeros_like(self.wide_high)
+        wide_at[: self.n_wide - kept] = self.wide_at[kept : self.n_wide] - cut
+        wide_high[: self.n_wide - kept] = self.wide_high[kept : self.n_wide]
         indptr = np.zeros_like(self.indptr)
         indptr[: n - d + 1] = self.indptr[d : n + 1] - cut
-        self.ids, self.indptr = ids, indptr
+        self.low, self.wide_at, self.wide_high, self.indptr = low, wide_at, wide_high, indptr
         self.rel, self.side = grown(self.rel[d:n], len(self.rel), n - d), grown(self.side[d:n], len(self.side), n - d)
-        self.n, self.n_ids = n - d, self.n_ids - cut
+        self.n, self.n_ids, self.n_wide = n - d, self.n_ids - cut, self.n_wide - kept
         return dropped
 
-    def _reserve(self, n: int, n_ids: int) -> None:
+    def _reserve(self, n: int, n_ids: int, n_wide: int) -> None:
         """Grow the arrays geometrically (into new ones: the old stay valid for a concurrent reader)."""
         if n > len(self.rel):
             size, m = max(n, 2 * len(self.rel)), self.n
             self.rel, self.side = grown(self.rel, size, m), grown(self.side, size, m)
             self.indptr = grown(self.indptr, size + 1, m + 1)
-        if n_ids > len(self.ids):
-            self.ids = grown(self.ids, max(n_ids, 2 * len(self.ids)), self.n_ids)
+        if n_ids > len(self.low):
+            self.low = grown(self.low, max(n_ids, 2 * len(self.low)), self.n_ids)
+        if n_wide > len(self.wide_at):
+            size = max(n_wide, 2 * len(self.wide_at))
+            self.wide_at, self.wide_high = (
+                grown(self.wide_at, size, self.n_wide),
+                grown(self.wide_high, size, self.n_wide),
+            )
 
 
 class SlotCounts:

@@ -31,7 +31,6 @@ from focused.learning.apprentice.model import (
     check_params,
     read_apprentice_file,
 )
-from focused.learning.apprentice.packed import take
 from focused.learning.apprentice.stats import equal_prob_threshold, nb_weights, rebucket, stacked_sigmoid
 from focused.learning.modelfile import ModelFileError, save_model
 
@@ -97,8 +96,8 @@ class Apprentice:
         A bound on this process's memory, not a parameter of the model: files do not store it.
 
     Memory: the per-bucket counts are kept for the features seen only
-    (:class:`~focused.learning.apprentice.instances.SlotCounts`); the raw instances as ids of 3 bytes
-    (:class:`~focused.learning.apprentice.instances.InstanceBuffer`; ~18 MB for 100k links of 60
+    (:class:`~focused.learning.apprentice.instances.SlotCounts`); the raw instances as ids of about 2 bytes
+    (gaps, :class:`~focused.learning.apprentice.instances.InstanceBuffer`; ~13 MB for 100k links of 60
     features): they let equal-prob binning move instances between buckets, feed the calibration, and
     make :meth:`save` resumable. :meth:`add` and :meth:`fit` may run in different threads.
     """
@@ -244,7 +243,7 @@ class Apprentice:
         with self._lock:
             instances = self._instances
             n = instances.n
-            rel, indptr, ids = instances.rel[:n], instances.indptr[: n + 1], instances.ids[: instances.n_ids]
+            rel, indptr, ids = instances.rel[:n], instances.indptr[: n + 1], instances.ids
             side = instances.side[:n]
             threshold = self.current_threshold()
             high = rel >= threshold
@@ -313,7 +312,7 @@ class Apprentice:
                 "params": self.get_params(),
                 "feature_params": dict(self.feature_params),
                 "stats": {
-                    "ids": take(instances.ids, slice(0, instances.n_ids)),
+                    "ids": instances.all_ids(),
                     "indptr": instances.indptr[: n + 1].copy(),
                     "relevances": instances.rel[:n].copy(),
                     "side": instances.side[:n].copy(),

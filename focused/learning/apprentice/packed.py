@@ -1,52 +1,65 @@
-"""Feature ids stored in 3 bytes each: the apprentice's instances, a quarter smaller than as int32.
+"""Feature ids stored as 2-byte gaps: the apprentice's instances, about half the bytes of int32.
 
 The learner keeps every link instance it was given (the ⟨t, d⟩ ids of its context, one per token
-occurrence, in their order): the crawl process's largest holder that grows with the pages
-(docs/results.md). Hashed feature ids are below ``MAX_FEATURES`` (2²⁴), so three little-endian bytes hold
-each exactly; the arithmetic reads them back as int32 a selection at a time
-(:func:`take`), so every count, ratio and score is what the int32 ids gave.
+occurrence, sorted as the crawler makes them): the crawl process's largest holder that grows with the pages
+(docs/results.md). Each id is kept as its gap from the instance's previous id (the first from 0), modulo
+2**32: the low 16 bits in one uint16 an id, and a gap of 2**16 or more (and ids out of order, whose gap wraps)
+as an exception beside them, its position and its high 16 bits (about 2% of the ids of a crawl's instances).
+Reading instances back is one running sum restarted at each of them
+(:func:`~focused.learning.apprentice.payload.restart_sums`): exactly the int32 ids given, in their order, so
+every count, ratio and score is what the int32 ids gave.
 
-A packed buffer is a ``(n, 3)`` uint8 array; :func:`take` also accepts a plain 1-d id array, so that the
-functions of :mod:`~focused.learning.apprentice.stats` serve both.
+:func:`unpack` also accepts a plain 1-d id array, so that the functions of
+:mod:`~focused.learning.apprentice.stats` serve both.
 """
 
 from __future__ import annotations
 
 import numpy as np
 
-__all__ = ["BYTES", "pack_into", "packed_buffer", "take"]
+from focused.learning.apprentice.payload import restart_sums, run_gaps
 
-#: Bytes per id: ids are below 2**24 (the apprentice's ``MAX_FEATURES``).
-BYTES = 3
-_LE_INT32 = np.dtype("<i4")
-_ITEM = np.dtype(f"V{BYTES}")
+__all__ = ["PackedIds", "pack", "unpack"]
 
 
-def packed_buffer(capacity: int) -> np.ndarray:
-    """An empty buffer for ``capacity`` ids."""
-    return np.zeros((capacity, BYTES), dtype=np.uint8)
+class PackedIds:
+    """Ids of whole instances as gaps (read-only views): ``low[i]`` the low 16 bits of id i's gap, ``wide_at``
+    the positions (ascending) of the gaps of 2**16 or more and ``wide_high`` their high 16 bits."""
+
+    __slots__ = ("low", "wide_at", "wide_high")
+
+    def __init__(self, low: np.ndarray, wide_at: np.ndarray, wide_high: np.ndarray) -> None:
+        self.low = low
+        self.wide_at = wide_at
+        self.wide_high = wide_high
+
+    def __len__(self) -> int:
+        return len(self.low)
 
 
-def pack_into(buffer: np.ndarray, start: int, ids: np.ndarray) -> None:
-    """Write ``ids`` (each in ``[0, 2**24)``) into ``buffer`` from row ``start``."""
-    if len(ids) == 0:
-        return
-    if int(ids.min()) < 0 or int(ids.max()) >= 1 << (8 * BYTES):
-        raise ValueError(f"feature ids must be in [0, 2**{8 * BYTES})")
-    as_bytes = np.ascontiguousarray(ids, dtype=_LE_INT32).view(np.uint8).reshape(-1, 4)
-    buffer[start : start + len(ids)] = as_bytes[:, :BYTES]
+def pack(ids: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The gaps of instances' ids (``lengths[i]`` of ``ids`` each, any int32 values in any order): their low 16
+    bits (uint16, one an id), and the positions (int64, from 0) and high 16 bits (uint16) of the wide ones."""
+    gaps = run_gaps(ids, lengths)
+    wide = np.flatnonzero(gaps > 0xFFFF)
+    return gaps.astype(np.uint16), wide, (gaps[wide] >> 16).astype(np.uint16)
 
 
-def take(ids: np.ndarray, index: np.ndarray | slice) -> np.ndarray:
-    """``ids[index]`` as an int32 array, whether ``ids`` is packed (``(n, 3)`` uint8) or plain (1-d)."""
-    if ids.ndim == 1:
-        return np.asarray(ids[index])
-    if isinstance(index, slice) or not ids.flags.c_contiguous:
-        rows = ids[index]
-    else:  # gathered as one 3-byte item each: a 2-d index of the (n, 3) array was a third slower
-        rows = ids.view(_ITEM).reshape(-1)[index].view(np.uint8).reshape(-1, BYTES)
-    out = rows[:, BYTES - 1].astype(np.int32)  # the high byte first, shifted up as the lower ones come in
-    for byte in range(BYTES - 2, -1, -1):  # (a 4-byte zero-padded copy viewed as int32 took 2 to 4 times as long)
-        out <<= 8
-        out |= rows[:, byte]
-    return out
+def unpack(ids: PackedIds | np.ndarray, pos: np.ndarray | slice, lengths: np.ndarray) -> np.ndarray:
+    """The int32 ids at ``pos`` (positions or a slice covering whole instances, ascending; ``lengths[i]`` ids
+    each), from packed or plain ids. A fresh array for packed ids (the caller may write into it)."""
+    if isinstance(ids, np.ndarray):
+        return np.asarray(ids[pos])
+    gaps = ids.low[pos].astype(np.uint32)
+    if len(gaps) and len(ids.wide_at):
+        if isinstance(pos, slice):
+            first = pos.indices(len(ids.low))[0]
+            a, b = np.searchsorted(ids.wide_at, [first, first + len(gaps)])
+            gaps[ids.wide_at[a:b] - first] |= ids.wide_high[a:b].astype(np.uint32) << 16
+        else:  # the exceptions between the first and last position, then those among the positions
+            a, b = np.searchsorted(ids.wide_at, [pos[0], pos[-1] + 1])
+            at = ids.wide_at[a:b].astype(pos.dtype, copy=False)  # (a search in int64 would copy int32 positions)
+            where = np.searchsorted(pos, at)
+            hit = np.flatnonzero(pos[np.minimum(where, len(pos) - 1)] == at)
+            gaps[where[hit]] |= ids.wide_high[a:b][hit].astype(np.uint32) << 16
+    return restart_sums(gaps, np.asarray(lengths)).view(np.int32)

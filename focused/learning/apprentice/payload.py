@@ -116,10 +116,8 @@ def compact_bytes(payload: LinkPayload) -> bytes | None:
     sorted or a gap is 65,536 or more."""
     ids = np.asarray(payload.ids, dtype=np.int32)
     if ids.size:
-        gaps = np.empty(ids.size, dtype=np.int32)
-        gaps[0] = ids[0]
-        np.subtract(ids[1:], ids[:-1], out=gaps[1:])
-        if gaps.view(np.uint32).max() > 0xFFFF:  # a negative gap (unsorted) wraps to a large one
+        gaps = run_gaps(ids, np.array([ids.size]))
+        if gaps.max() > 0xFFFF:  # a negative gap (unsorted) wraps to a large one
             return None
         body = gaps.astype("<u2").tobytes()
     else:
@@ -141,14 +139,11 @@ def encode_links(payloads: Sequence[LinkPayload]) -> list[bytes]:
     lengths = np.fromiter(map(len, rows), dtype=np.int64, count=len(rows))
     ids = np.concatenate(rows)
     starts = np.cumsum(lengths) - lengths
-    gaps = np.empty_like(ids)
-    if ids.size:
-        np.subtract(ids[1:], ids[:-1], out=gaps[1:])
+    gaps = run_gaps(ids, lengths)
     first = starts[lengths > 0]
-    gaps[first] = ids[first]  # each payload's first gap counts from 0
     wide = np.zeros(len(payloads), dtype=bool)
     if first.size:  # a negative gap (unsorted ids) wraps to a large one
-        wide[lengths > 0] = np.maximum.reduceat(gaps.view(np.uint32), first) > 0xFFFF
+        wide[lengths > 0] = np.maximum.reduceat(gaps, first) > 0xFFFF
     body = gaps.astype("<u2").tobytes()
     side = np.stack([p.side for p in payloads if p.side is not None]).astype("<f4").tobytes() if k else b""
     plain = ids.astype("<i4").tobytes() if wide.any() else b""  # the ids of LinkPayload.to_bytes, all at once
@@ -213,6 +208,20 @@ def decode_links(blobs: Sequence[bytes]) -> list[LinkPayload]:
         for i, a, b, side in zip(where, (ends - n_ids).tolist(), ends.tolist(), sides, strict=True):
             out[i] = LinkPayload(ids[a:b], side)
     return cast(list[LinkPayload], out)
+
+
+def run_gaps(ids: np.ndarray, counts: np.ndarray) -> np.ndarray:
+    """The gap of each of ``ids`` from the id before it in its run (``counts[i]`` ids each; a run's first gap from
+    0), as uint32 modulo 2**32 (ids out of order wrap to large gaps): what :func:`restart_sums` turns back into
+    the ids."""
+    values = np.ascontiguousarray(ids, dtype=np.int32).view(np.uint32)
+    gaps = np.empty_like(values)
+    if len(values):
+        np.subtract(values[1:], values[:-1], out=gaps[1:])
+        counts = np.asarray(counts, dtype=np.int64)
+        firsts = (np.cumsum(counts) - counts)[counts > 0]
+        gaps[firsts] = values[firsts]
+    return gaps
 
 
 def restart_sums(gaps: np.ndarray, counts: np.ndarray) -> np.ndarray:

@@ -1,7 +1,7 @@
 """The apprentice's arithmetic: naive Bayes weights, bucket counts, thresholds and the stacked sigmoid.
 
 Plain numpy functions over the learner's flat instance buffers (feature ids of
-all instances in one array, int32 or packed in 3 bytes an id (:mod:`~focused.learning.apprentice.packed`),
+all instances in one array, int32 or packed as 2-byte gaps (:mod:`~focused.learning.apprentice.packed`),
 ``indptr`` marking where each instance starts),
 shared by :class:`~focused.learning.apprentice.learner.Apprentice`, which trains,
 and :class:`~focused.learning.apprentice.model.ApprenticeModel`, which predicts.
@@ -14,7 +14,7 @@ import math
 
 import numpy as np
 
-from focused.learning.apprentice.packed import take
+from focused.learning.apprentice.packed import PackedIds, unpack
 from focused.learning.logistic import fit_logistic
 
 __all__ = [
@@ -63,16 +63,23 @@ def segments(indptr: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarr
     return pos, lengths
 
 
-def feature_ranks(ids: np.ndarray, n_features: int, slot_of: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
-    """The distinct ids in ``[0, n_features)`` (ascending) and, over the id space, each id's position among
+def feature_ranks(
+    ids: np.ndarray | PackedIds, indptr: np.ndarray, n_features: int, slot_of: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct ids in ``[0, n_features)`` (ascending) of the instances ``indptr`` bounds (positions
+    ``indptr[0]`` to ``indptr[-1]``) and, over the id space, each id's position among
     them: ``uniq, rank[ids]`` is ``np.unique(ids, return_inverse=True)``, by marking instead of sorting
     (linear in the occurrences and the id space; a sort of millions of ids was most of a retrain), and
     ``rank`` serves any subset of ``ids`` as well (each calibration fold). With ``slot_of``, the ranks are
-    of ``slot_of[ids]``, mapped a chunk at a time (not a copy of the millions of occurrences at once)."""
+    of ``slot_of[ids]``, mapped a chunk of whole instances at a time (not a copy of the millions of
+    occurrences at once)."""
     present = np.zeros(n_features, dtype=bool)
-    for start in range(0, len(ids), _CHUNK):
-        chunk = take(ids, slice(start, start + _CHUNK))
+    i, last = 0, len(indptr) - 1
+    while i < last:
+        j = min(last, max(i + 1, int(np.searchsorted(indptr, indptr[i] + _CHUNK, side="right")) - 1))
+        chunk = unpack(ids, slice(int(indptr[i]), int(indptr[j])), np.diff(indptr[i : j + 1]))
         present[chunk if slot_of is None else slot_of[chunk]] = True
+        i = j
     return np.flatnonzero(present), np.cumsum(present, dtype=np.int32) - 1  # ids are below 2^31
 
 
@@ -161,7 +168,7 @@ def grown(a: np.ndarray, size: int, n: int) -> np.ndarray:
 def rebucket(
     counts: np.ndarray,
     indptr: np.ndarray,
-    ids: np.ndarray,
+    ids: np.ndarray | PackedIds,
     rel: np.ndarray,
     old: float,
     new: float,
@@ -176,7 +183,7 @@ def rebucket(
     if moved.size:
         pos, lengths = segments(indptr, moved)
         to_high = np.repeat(is_high[moved], lengths)
-        picked = take(ids, pos)
+        picked = unpack(ids, pos, lengths)
         cols = picked if slot_of is None else slot_of[picked]
         add_counts(counts, cols, to_high, +1)
         add_counts(counts, cols, ~to_high, -1)
@@ -186,7 +193,7 @@ def stacked_sigmoid(
     counts: np.ndarray,
     rel: np.ndarray,
     indptr: np.ndarray,
-    ids: np.ndarray,
+    ids: np.ndarray | PackedIds,
     high: np.ndarray,
     side: np.ndarray,
     *,
@@ -217,8 +224,7 @@ def stacked_sigmoid(
     vocab = int(np.count_nonzero(counts[0] + counts[1]))
     # The features of the sample, ranked once (not a pass over the whole id space per fold): each fold's
     # held-out counts are the sample features' counts minus the fold's own occurrences.
-    sample_ids = ids[indptr[n - len(sample)] : indptr[n]]  # a view: the sample is the last instances
-    uniq, rank = feature_ranks(sample_ids, counts.shape[1], slot_of)
+    uniq, rank = feature_ranks(ids, indptr[n - len(sample) : n + 1], counts.shape[1], slot_of)
     c_all = counts[:, uniq]
     was_known = c_all[0] + c_all[1] > 0
     a = alpha
@@ -229,7 +235,7 @@ def stacked_sigmoid(
             continue
         pos, lengths = segments(indptr, rows)
         # the fold's ids, then their slots, then their ranks: one int32 array, mapped in place
-        inv = take(ids, pos).astype(np.int32, copy=False)
+        inv = unpack(ids, pos, lengths).astype(np.int32, copy=False)
         del pos
         if slot_of is not None:
             np.take(slot_of, inv, out=inv, mode="clip")  # "clip": unbuffered (ids are in range)
