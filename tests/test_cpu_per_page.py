@@ -1,10 +1,10 @@
 """The per-page shortcuts of issue 30 (CPU per page) give exactly what the plain computations gave.
 
 Each rewritten function is checked against the computation it replaced, written out here on sample
-inputs: the hashed ids of new words (all of a page's at once), the rows of the link features' offset
-table, the resolution of root-relative links remembered across pages, a page's link payloads
-encoded together when their ids are too far apart for the compact kind, and the words of a text
-split without the regex.
+inputs: the hashed ids of new words (all of a page's at once), the link features' ids of each word at
+each offset (columns of the word table), the resolution of root-relative links remembered across pages,
+a page's link payloads encoded together when their ids are too far apart for the compact kind, and the
+words of a text split without the regex.
 """
 
 from __future__ import annotations
@@ -18,12 +18,13 @@ import pytest
 from focused.frontier.payloads import encode_payload, encode_payloads
 from focused.learning.apprentice import features
 from focused.learning.apprentice.features import _resolve, resolve_links
-from focused.learning.apprentice.linkids import OffsetTable
+from focused.learning.apprentice.linkids import offset_column
 from focused.learning.apprentice.payload import LinkPayload
 from focused.page import hashing
 from focused.page.hashing import FeatureIds
 from focused.page.parse import parse_page
-from focused.page.text import MARK, find_words
+from focused.page.text import MARK, find_words, tokenize
+from focused.page.words import WordTable
 
 WORDS = ["", "the@-1", "naïve", "中文@3", "\x00", "a" * 1000, "course@0", "x"] + [
     f"w{i}@{i % 7 - 3}" for i in range(300)
@@ -55,32 +56,30 @@ def test_the_hash_whose_abs_overflows_gets_scikit_learns_id(monkeypatch: pytest.
         assert FeatureIds(n).ids(["boom"]) == [want]
 
 
-def test_offset_table_rows_are_the_ids_of_each_token_at_each_offset() -> None:
+def test_the_offset_column_holds_the_ids_of_each_token_at_each_offset() -> None:
     d_max, n = 3, 2**20
-    ids = FeatureIds(n)
-    table = OffsetTable(ids, d_max)  # starts with 1,024 rows: the pages below grow it
+    columns = (offset_column(n, d_max),)
+    table = WordTable()  # its columns start with 1,024 rows: the pages below grow them
+    small = WordTable(max_words=60)  # cleared again and again
     rng = np.random.default_rng(3)
-    vocabulary = [f"tok{i}" for i in range(3000)] + ["a", "7", "1999", "x1", MARK, "été", "中文"]
+    vocabulary = [f"tok{i}" for i in range(3000)] + ["a", "7", "1999", "x1", MARK, "été", "中文", "Tok5"]
     for page in range(4):  # new words on each page, and words met on earlier ones
-        tokens = [vocabulary[i] for i in rng.integers(0, len(vocabulary), 1500)] + ["a", "1999", MARK]
-        got = table.rows(tokens)
-        assert got.shape == (len(tokens), 2 * d_max + 1) and got.dtype == np.int32
-        for tok, row in zip(tokens, got.tolist(), strict=True):
-            if tok == MARK:
-                assert row == [-2] * (2 * d_max + 1)
-            elif len(tok) < 2 or tok.isdigit():
-                assert row == [-1] * (2 * d_max + 1)
-            else:
-                assert row == [_reference_id(f"{tok}@{d}", n) for d in range(-d_max, d_max + 1)], (page, tok)
-    assert table.rows([]).shape == (0, 2 * d_max + 1)
-
-
-def test_a_full_offset_table_starts_afresh_and_gives_the_same_rows() -> None:
-    big = OffsetTable(FeatureIds(2**20), 2)
-    small = OffsetTable(FeatureIds(2**20), 2, max_tokens=50)
-    for start in range(0, 400, 40):
-        tokens = [f"w{i}" for i in range(start, start + 60)] + ["w0", "w1"]
-        assert np.array_equal(small.rows(tokens), big.rows(tokens))
+        texts = [" ".join(vocabulary[i] for i in rng.integers(0, len(vocabulary), 30)) for _ in range(50)]
+        texts += ["a 1999", ""]
+        got = table.tokens_of_many(texts, columns)
+        assert got is not None
+        (matrix,), text_of = got
+        tokens = [(t, word) for t, text in enumerate(texts) for word in tokenize(text.replace(MARK, " "))]
+        assert text_of.tolist() == [t for t, _ in tokens]
+        assert matrix.dtype == np.int32 and matrix.shape == (len(tokens), 2 * d_max + 1)
+        for d in range(-d_max, d_max + 1):
+            assert matrix[:, d + d_max].tolist() == [_reference_id(f"{w}@{d}", n) for _, w in tokens], (page, d)
+        for text in texts[:5]:  # a table that starts afresh gives the same ids
+            once = small.tokens_of_many([text, "x1"], columns)
+            assert once is not None and [v.tolist() for v in once[0]] == [
+                v.tolist()
+                for v in table.tokens_of_many([text, "x1"], columns)[0]  # type: ignore[index]
+            ]
 
 
 HREFS = [

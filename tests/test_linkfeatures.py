@@ -310,7 +310,7 @@ def _pages_for_ids() -> list[tuple[str, str]]:
 @pytest.mark.parametrize("d_max", [0, 2, 5])
 def test_page_link_ids_equal_the_hashed_feature_strings(d_max: int) -> None:
     from focused.learning.apprentice.features import class_features, compact_many, extract_link_features
-    from focused.learning.apprentice.linkids import OffsetTable, page_link_ids, with_extra
+    from focused.learning.apprentice.linkids import page_link_ids, with_extra
     from focused.page.hashing import FeatureIds
     from focused.page.parse import parse_page
 
@@ -331,10 +331,24 @@ def test_page_link_ids_equal_the_hashed_feature_strings(d_max: int) -> None:
             got = with_extra([*ids, None], np.zeros(0, np.int32))
             for a, b in zip(got, plain, strict=True):
                 assert a.dtype == np.int32 and np.array_equal(a, b)
-    # a full token table starts afresh and still gives the same ids
-    small = OffsetTable(FeatureIds(2**20), d_max, max_tokens=3)
-    words = ["course", "home", "page", "course"]
-    assert np.array_equal(small.rows(words)[:, d_max], FeatureIds(2**20).ids(f"{w}@0" for w in words))
+
+
+@pytest.mark.parametrize("max_words", [5, 40])
+def test_page_link_ids_are_the_same_when_the_word_table_fills_up(
+    monkeypatch: pytest.MonkeyPatch, max_words: int
+) -> None:
+    # the offsets' ids are columns of the process's word table: a full table starts afresh, and a page of
+    # more words than it holds is numbered in a table of its own; the ids stay the same
+    from focused.learning.apprentice.linkids import page_link_ids
+    from focused.page import words as wordtable
+    from focused.page.parse import parse_page
+
+    pages = [(url, parse_page(html)) for url, html in _pages_for_ids()]
+    want = [[row.tolist() for row in page_link_ids(parsed, url, 3, 2**20)[1]] for url, parsed in pages]
+    monkeypatch.setattr(wordtable, "_table", wordtable.WordTable(max_words=max_words))
+    for _ in range(2):
+        got = [[row.tolist() for row in page_link_ids(parsed, url, 3, 2**20)[1]] for url, parsed in pages]
+        assert got == want
 
 
 def test_link_ids_cross_to_the_crawl_process_as_two_arrays() -> None:
@@ -363,26 +377,26 @@ def test_link_ids_cross_to_the_crawl_process_as_two_arrays() -> None:
     assert len(pickle.dumps(many, protocol=pickle.HIGHEST_PROTOCOL)) < flat_size + 100  # two arrays, not 100
 
 
-def test_offset_table_gives_the_same_ids_from_many_threads() -> None:
+def test_page_link_ids_are_the_same_from_many_threads(monkeypatch: pytest.MonkeyPatch) -> None:
     import sys
     import threading
 
-    from focused.learning.apprentice.linkids import OffsetTable
-    from focused.page.hashing import FeatureIds
+    from focused.learning.apprentice.linkids import page_link_ids
+    from focused.page import words as wordtable
+    from focused.page.parse import parse_page
 
-    table = OffsetTable(FeatureIds(2**20), 2, max_tokens=500)  # small: cleared again and again
-    expected = FeatureIds(2**20)
-    words = [[f"w{t}x{k}" for k in range(40)] for t in range(8)]
+    pages = [(url, parse_page(html)) for url, html in _pages_for_ids()]
+    want = [[row.tolist() for row in page_link_ids(parsed, url, 2, 2**20)[1]] for url, parsed in pages]
+    monkeypatch.setattr(wordtable, "_table", wordtable.WordTable(max_words=60))  # small: cleared again and again
     errors: list[str] = []
 
-    def work(mine: list[str]) -> None:
+    def work() -> None:
         for _ in range(30):
-            got = table.rows(mine)
-            want = [expected.ids(f"{w}@{d}" for d in range(-2, 3)) for w in mine]
-            if got.tolist() != want:
+            got = [[row.tolist() for row in page_link_ids(parsed, url, 2, 2**20)[1]] for url, parsed in pages]
+            if got != want:
                 errors.append("wrong ids")
 
-    threads = [threading.Thread(target=work, args=(w,)) for w in words]
+    threads = [threading.Thread(target=work) for _ in range(8)]
     interval = sys.getswitchinterval()
     sys.setswitchinterval(1e-6)  # switch threads often, so that unguarded updates would interleave
     try:

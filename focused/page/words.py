@@ -139,8 +139,8 @@ _MARK_ROW = 0
 
 
 def _grown(a: np.ndarray, size: int) -> np.ndarray:
-    """``a`` in an array of at least ``size`` cells (doubling), zeros after its own."""
-    out = np.zeros(max(size, 2 * len(a), 1024), dtype=a.dtype)
+    """``a`` in an array of at least ``size`` rows (doubling), zeros after its own."""
+    out = np.zeros((max(size, 2 * len(a), 1024), *a.shape[1:]), dtype=a.dtype)
     out[: len(a)] = a
     return out
 

@@ -3,9 +3,10 @@
 :func:`~focused.learning.apprentice.features.extract_link_features` spells every
 feature of every link (``"course@-1"``), and hashing then reads each string
 back: a few thousand strings per page, most of them the same words at other
-offsets. Here each distinct token is hashed once for all its offsets (a row of
-``2 d_max + 1`` ids, remembered across pages), each DOM leaf becomes a matrix of
-its tokens' rows, and a link's ids are columns of the leaves around it. The ids
+offsets. Here each distinct token is hashed once for all its offsets (``2 d_max + 1``
+ids, remembered across pages as columns of the process's word table,
+:mod:`focused.page.words`), each DOM leaf becomes a matrix of its tokens' rows,
+and a link's ids are columns of the leaves around it. The ids
 are exactly those of ``compact_many(extract_link_features(...).features)``
 (a test holds them equal), so models, payloads and checkpoints do not change.
 Scrapy-free.
@@ -13,12 +14,12 @@ Scrapy-free.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import logging
-import threading
+import sys
 from collections.abc import Iterator, Sequence
-from itertools import repeat
-from typing import overload
+from typing import Any, overload
 
 import numpy as np
 
@@ -26,91 +27,31 @@ from focused.learning.apprentice.features import decode_html, resolve_links
 from focused.page.hashing import FeatureIds, feature_ids
 from focused.page.parse import parse_page
 from focused.page.parsed import ParsedPage
-from focused.page.text import MARK, words_of_many
+from focused.page.words import Compute, WordTable, word_table
 
 logger = logging.getLogger(__name__)
 
-#: Distinct tokens whose offset ids one table keeps (``2 d_max + 1`` int32 each, ~150 bytes with
-#: the dict entry: 30 MB); afresh when full. An encyclopedia crawl meets ~130,000 in 1,500 pages.
-MAX_TOKENS = 200_000
+
+def offset_column(n_features: int, d_max: int) -> tuple[Any, Compute, Any]:
+    """The process's word table's column of each word's ids at the offsets ``-d_max..d_max`` (a row of
+    ``2 d_max + 1``: the id of ``"{word}@{d}"`` at ``d + d_max``): each word hashed once for all its offsets,
+    the first time a page needs them, in the table that already numbers the pages' words for the critic and
+    the fingerprint."""
+    column = _columns.get((n_features, d_max))
+    if column is None:
+        width = 2 * d_max + 1
+        compute = functools.partial(_offset_ids, feature_ids(n_features), d_max)
+        column = _columns[(n_features, d_max)] = (("link offsets", n_features, d_max), compute, (np.int32, width))
+    return column
 
 
-class OffsetTable:
-    """The ids of ``"{token}@{d}"`` for ``d`` in ``-d_max..d_max``, a row per token, computed once."""
-
-    def __init__(self, ids: FeatureIds, d_max: int, max_tokens: int = MAX_TOKENS) -> None:
-        self.ids = ids
-        self.d_max = d_max
-        self.max_tokens = max_tokens
-        self._row: dict[str, int] = {}
-        self._table = np.zeros((1024, 2 * d_max + 1), dtype=np.int32)
-        self._table[_NO_TOKEN] = -1
-        self._table[_MARK] = -2
-        # A page of many links is scored in a thread while the reactor scores others: rows are
-        # numbered by the dict's size, so adding them must not interleave.
-        self._lock = threading.Lock()
-
-    def rows(self, tokens: Sequence[str]) -> np.ndarray:
-        """A (len(tokens), 2 d_max + 1) matrix: column ``d + d_max`` holds the ids of the tokens at offset d.
-
-        A string that is no token of :func:`~focused.learning.apprentice.features.tokenize` (one character,
-        all digits) gets a row of -1, the leaf mark a row of -2: callers may pass a regex's raw
-        matches and drop the negative ids.
-        """
-        if not tokens:
-            return self._table[:0]
-        with self._lock:
-            if len(self._row) + len(tokens) > self.max_tokens:
-                self._row.clear()
-            where = self._row
-            # one look-up a token; new ones (a few dozen a page once warm) come out -1 and are looked up again
-            found = np.array(list(map(where.get, tokens, repeat(-1, len(tokens)))), dtype=np.intp)
-            missing = np.flatnonzero(found < 0).tolist()
-            if missing:
-                self._add({tokens[i] for i in missing})
-                found[missing] = [where[tokens[i]] for i in missing]
-            return self._table[found]
-
-    def _add(self, new: set[str]) -> None:
-        """Rows for the ``new`` strings: all their ``"{token}@{d}"`` hashed in one call (a Python step per
-        string, none per id), the leaf mark and non-tokens pointed at their fixed rows."""
-        where = self._row
-        words = []
-        for tok in new:
-            if tok == MARK:  # separates leaves in words_of_many (never in parsed text)
-                where[tok] = _MARK
-            elif len(tok) < 2 or tok.isdigit():
-                where[tok] = _NO_TOKEN
-            else:
-                words.append(tok)
-        if not words:
-            return
-        start = len(where) + 2  # rows 0 and 1 are those of non-tokens and of the leaf mark
-        end = start + len(words)
-        if end > len(self._table):
-            grown = np.zeros((max(2 * len(self._table), end), self._table.shape[1]), dtype=np.int32)
-            grown[: len(self._table)] = self._table
-            self._table = grown
-        offsets = [f"@{d}" for d in range(-self.d_max, self.d_max + 1)]
-        ids = self.ids.uncached_array([tok + suffix for tok in words for suffix in offsets])
-        self._table[start:end] = ids.reshape(len(words), len(offsets))
-        where.update(zip(words, range(start, end), strict=True))
+def _offset_ids(ids: FeatureIds, d_max: int, words: list[str]) -> np.ndarray:
+    """The ids of ``"{word}@{d}"`` for each word (rows) and offset (columns), hashed in one call."""
+    offsets = [f"@{d}" for d in range(-d_max, d_max + 1)]
+    return ids.uncached_array([word + offset for word in words for offset in offsets]).reshape(len(words), -1)
 
 
-#: The table rows of strings that are not tokens (ids of -1; hashed ids are never negative) and
-#: of the leaf mark (-2).
-_NO_TOKEN, _MARK = 0, 1
-
-
-_tables: dict[tuple[int, int], OffsetTable] = {}
-
-
-def offset_table(n_features: int, d_max: int) -> OffsetTable:
-    """The process's :class:`OffsetTable` for this width and window."""
-    table = _tables.get((n_features, d_max))
-    if table is None:
-        table = _tables[(n_features, d_max)] = OffsetTable(feature_ids(n_features), d_max)
-    return table
+_columns: dict[tuple[int, int], tuple[Any, Compute, Any]] = {}
 
 
 def page_link_ids(
@@ -168,17 +109,21 @@ def _window_ids(
     starts = np.cumsum(width) - width
     m = np.repeat(lo, width) + (np.arange(int(width.sum())) - np.repeat(starts, width))
     d = np.where(m < left[pair_occ], m - left[pair_occ], np.where(m > right[pair_occ], m - right[pair_occ], 0))
-    # the tokens of each leaf some window reads, as rows of the offset table: one pass (words_of_many) over
-    # the leaves joined by a mark; non-tokens (one letter, all digits) get ids of -1, dropped below
+    # the tokens of each leaf some window reads, a row of their ids at every offset each: one pass over the
+    # leaves (the word table's tokens_of_many), in leaf order
     needed = np.unique(m)
     texts = [leaves[k] for k in needed.tolist()]
-    words = words_of_many(texts)
-    matrix = offset_table(n_features, d_max).rows(words)
-    marks = np.flatnonzero(matrix[:, 0] == -2) if len(words) else np.zeros(0, dtype=np.int64)
+    columns = (offset_column(n_features, d_max),)
+    got = word_table().tokens_of_many(texts, columns)
+    if got is None:  # more distinct words than the table holds: numbered in a table of their own
+        got = WordTable(max_words=sys.maxsize).tokens_of_many(texts, columns)
+    assert got is not None
+    (matrix,), text_of = got
+    counts = np.bincount(text_of, minlength=len(needed))
     first = np.zeros(len(leaves) + 1, dtype=np.int64)  # leaf -> its first row in matrix
     n_tokens = np.zeros(len(leaves), dtype=np.int64)
-    first[needed] = np.concatenate((np.zeros(1, dtype=np.int64), marks + 1))
-    n_tokens[needed] = np.append(marks, len(words)) - first[needed]
+    first[needed] = np.cumsum(counts) - counts
+    n_tokens[needed] = counts
     # one id per (pair, word of its leaf)
     per_pair = n_tokens[m]
     pair_starts = np.cumsum(per_pair) - per_pair
@@ -186,9 +131,8 @@ def _window_ids(
     rows = np.repeat(first[m], per_pair) + (np.arange(total) - np.repeat(pair_starts, per_pair))
     ids = matrix[rows, np.repeat(d + d_max, per_pair)] if total else np.zeros(0, dtype=np.int32)
     target = np.asarray(owner, dtype=np.int64)[np.repeat(pair_occ, per_pair)]
-    valid = ids >= 0
     # grouped by target and sorted within each (the payload form), in one sort of (target, id) keys
-    keys = target[valid] * n_features + ids[valid]
+    keys = target * n_features + ids
     keys.sort()
     bounds = np.searchsorted(keys, np.arange(n_targets + 1, dtype=np.int64) * n_features)
     return RaggedIds((keys % n_features).astype(np.int32), bounds)
