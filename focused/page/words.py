@@ -8,9 +8,11 @@ Python step per word: a filter and a tally for the critic, a dict look-up for
 the fingerprint. :class:`WordTable` numbers every distinct word the tokenizer's
 regex matches (one dict look-up per word, once per page for both readers) and
 keeps, per number, what the readers need of the word (its feature id in a
-width, its fingerprint hash), computed the first time the word is met; a page's
-values are then one numpy gather. The values are exactly the readers' own (a
-test holds them equal). Scrapy-free.
+width, its fingerprint hash; for the link features of
+:mod:`~focused.learning.apprentice.linkids`, a row of its ids at each offset from a
+link), computed the first time a reader asks for it; a page's values are then one
+numpy gather. The values are exactly the readers' own (tests hold them equal).
+Scrapy-free.
 """
 
 from __future__ import annotations

@@ -3,10 +3,10 @@
 :func:`~focused.learning.apprentice.features.extract_link_features` spells every
 feature of every link (``"course@-1"``), and hashing then reads each string
 back: a few thousand strings per page, most of them the same words at other
-offsets. Here each distinct token is hashed once for all its offsets (``2 d_max + 1``
-ids, remembered across pages as columns of the process's word table,
-:mod:`focused.page.words`), each DOM leaf becomes a matrix of its tokens' rows,
-and a link's ids are columns of the leaves around it. The ids
+offsets. Here each distinct token is hashed once for all its offsets (a row of
+``2 d_max + 1`` ids, remembered across pages in a column of the process's word
+table, :mod:`focused.page.words`), each DOM leaf becomes a matrix of its tokens'
+rows, and a link's ids are columns of the leaves around it. The ids
 are exactly those of ``compact_many(extract_link_features(...).features)``
 (a test holds them equal), so models, payloads and checkpoints do not change.
 Scrapy-free.
