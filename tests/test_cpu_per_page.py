@@ -75,11 +75,9 @@ def test_the_offset_column_holds_the_ids_of_each_token_at_each_offset() -> None:
         for d in range(-d_max, d_max + 1):
             assert matrix[:, d + d_max].tolist() == [_reference_id(f"{w}@{d}", n) for _, w in tokens], (page, d)
         for text in texts[:5]:  # a table that starts afresh gives the same ids
-            once = small.tokens_of_many([text, "x1"], columns)
-            assert once is not None and [v.tolist() for v in once[0]] == [
-                v.tolist()
-                for v in table.tokens_of_many([text, "x1"], columns)[0]  # type: ignore[index]
-            ]
+            fresh, kept = small.tokens_of_many([text, "x1"], columns), table.tokens_of_many([text, "x1"], columns)
+            assert fresh is not None and kept is not None
+            assert fresh[0][0].tolist() == kept[0][0].tolist() and fresh[1].tolist() == kept[1].tolist()
 
 
 HREFS = [
