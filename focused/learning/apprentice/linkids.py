@@ -36,22 +36,15 @@ def offset_column(n_features: int, d_max: int) -> tuple[Any, Compute, Any]:
     """The process's word table's column of each word's ids at the offsets ``-d_max..d_max`` (a row of
     ``2 d_max + 1``: the id of ``"{word}@{d}"`` at ``d + d_max``): each word hashed once for all its offsets,
     the first time a page needs them, in the table that already numbers the pages' words for the critic and
-    the fingerprint."""
-    column = _columns.get((n_features, d_max))
-    if column is None:
-        width = 2 * d_max + 1
-        compute = functools.partial(_offset_ids, feature_ids(n_features), d_max)
-        column = _columns[(n_features, d_max)] = (("link offsets", n_features, d_max), compute, (np.int32, width))
-    return column
+    the fingerprint (the table keeps a column's values by its key)."""
+    compute = functools.partial(_offset_ids, feature_ids(n_features), d_max)
+    return ("link offsets", n_features, d_max), compute, (np.int32, 2 * d_max + 1)
 
 
 def _offset_ids(ids: FeatureIds, d_max: int, words: list[str]) -> np.ndarray:
     """The ids of ``"{word}@{d}"`` for each word (rows) and offset (columns), hashed in one call."""
     offsets = [f"@{d}" for d in range(-d_max, d_max + 1)]
     return ids.uncached_array([word + offset for word in words for offset in offsets]).reshape(len(words), -1)
-
-
-_columns: dict[tuple[int, int], tuple[Any, Compute, Any]] = {}
 
 
 def page_link_ids(
