@@ -10,8 +10,9 @@ and the holes they leave between longer-lived blocks stay resident: in the 3,000
 ``focused bench-speed`` the crawl process's resident set was a quarter larger than with the threshold
 fixed (docs/results.md, "CPU and memory, before and after").
 
-:func:`tune` fixes the threshold at glibc's starting value, so that it no longer moves (and the heaps' trim
-threshold, which glibc moves with it, at :data:`TRIM_THRESHOLD`); :func:`trim` returns the free memory of every
+:func:`tune` fixes the threshold at glibc's starting value (the page-analysis worker, which reads one page at
+a time, at :data:`SCRATCH_THRESHOLD`), so that it no longer moves (and the heaps' trim threshold, which glibc
+moves with it, at :data:`TRIM_THRESHOLD`); :func:`trim` returns the free memory of every
 heap to the kernel (``malloc_trim``). A mapping costs a page fault per 4 KiB when first written, which the
 array work of a fit or a re-score paid thousands of times over: :func:`scratch` lets such a stretch of work take
 its temporaries from the heaps, and trims them when it ends. All do nothing, and say so, where the C library is
