@@ -2,8 +2,13 @@
 
 from __future__ import annotations
 
-import pytest
+import re
 
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from focused.page.parsed import BREAK, normalize_text
 from focused.page.text import decode_html, html_to_text, tokenize
 
 PAGE = """<!DOCTYPE html>
@@ -137,3 +142,15 @@ def test_content_type_charset() -> None:
     assert content_type_charset('text/html;Charset="UTF-8"; foo=bar') == "utf-8"
     assert content_type_charset("text/html") is None
     assert content_type_charset(None) is None and content_type_charset("") is None
+
+
+_BREAK_RUN = re.compile(r" ?\x00[\x00 ]*")
+
+
+@settings(max_examples=3000, deadline=None)
+@given(st.lists(st.text(alphabet=["a", "é", " ", BREAK, "\t", "\n", "\r", "\xa0", "\u2028", "\u3000", "\x1c"])))
+def test_the_text_of_collected_parts_is_the_regex_replacement(parts: list[str]) -> None:
+    """The joined parts' whitespace runs are one space, and a run of block breaks with the spaces around it one
+    newline, as the regex that did it (replaced by splitting at the breaks) gave, stripped."""
+    text = " ".join("".join(parts).split())
+    assert normalize_text(parts) == _BREAK_RUN.sub("\n", text).strip()

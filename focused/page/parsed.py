@@ -6,7 +6,6 @@ Shared by :mod:`focused.page.parse` (which parses with libxml2) and :mod:`focuse
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -28,7 +27,6 @@ BLOCK = frozenset(
 )
 
 BREAK = "\x00"  # marks a block boundary while collecting; never in parsed text (C0 controls are made spaces)
-_BREAKS = re.compile(r" ?\x00[\x00 ]*")
 
 
 class PageTooSlow(Exception):
@@ -74,6 +72,10 @@ class ParsedPage:
 
 
 def normalize_text(parts: list[str]) -> str:
-    """Join collected text parts: runs of whitespace one space, block breaks one newline."""
+    """Join collected text parts: runs of whitespace one space, block breaks one newline (a run of breaks and
+    the spaces around them), no space or newline at either end."""
     text = " ".join("".join(parts).split())  # str.split's whitespace is \s's; no Python call per run
-    return _BREAKS.sub("\n", text).strip()
+    # the lines between breaks, each stripped of its space at either end, the empty ones left out: the same text
+    # as the regex " ?\x00[\x00 ]*" replaced by a newline then stripped, in half the time (docs/results.md,
+    # "CPU per page")
+    return "\n".join(filter(None, map(str.strip, text.split(BREAK))))
