@@ -119,7 +119,7 @@ def _start_worker(config: AnalysisConfig, parent: int) -> None:
         # the critic has just been read from the crawl process's pickle (27 MB for the Wikipedia critic), whose
         # freeing raised glibc's mmap threshold that far: fixed again, and the pickle's memory given back. Fixed
         # at the scratch threshold, not glibc's 128 KiB: the worker reads one page at a time, and a page's
-        # temporaries (~1 MB of the critic's weight rows, the link ids' arrays) then reuse the heap's pages
+        # temporaries (the critic's gathered weight rows, the link ids' arrays) then reuse the heap's pages
         # instead of faulting in fresh mappings (docs/results.md, "CPU per page")
         malloc.tune(malloc.SCRATCH_THRESHOLD)
         malloc.trim()

@@ -76,6 +76,6 @@ def normalize_text(parts: list[str]) -> str:
     the spaces around them), no space or newline at either end."""
     text = " ".join("".join(parts).split())  # str.split's whitespace is \s's; no Python call per run
     # the lines between breaks, each stripped of its space at either end, the empty ones left out: the same text
-    # as the regex " ?\x00[\x00 ]*" replaced by a newline then stripped, in half the time (docs/results.md,
-    # "CPU per page")
+    # as the regex " ?\x00[\x00 ]*" replaced by a newline then stripped, which tried a match at every space
+    # (docs/results.md, "CPU per page")
     return "\n".join(filter(None, map(str.strip, text.split(BREAK))))

@@ -5,9 +5,8 @@ SciPy's sparse product makes two passes over every weight of the page's features
 result's size, one to add), then builds a sparse result to turn dense. :func:`page_times` takes the
 weight rows of the page's features (one gather) and adds them as a matrix-vector product: each class's
 terms in the same order (the page's features in their stored order, each row's weights in theirs), the
-same multiplications, so the same sums to the last bit (``tests/test_critic_products.py``). About a
-third less CPU on the Wikipedia critic, whose frequent words have weights in all 105 classes
-(docs/results.md, "CPU per page"). Scrapy-free.
+same multiplications, so the same sums to the last bit (``tests/test_critic_products.py``), in less CPU where
+a page's frequent words have weights in most classes (docs/results.md, "CPU per page"). Scrapy-free.
 """
 
 from __future__ import annotations
