@@ -35,7 +35,7 @@ import scipy.sparse as sp
 from focused.learning.critic import bundle as nb_bundle
 from focused.learning.critic.bundle import READABLE_VERSIONS, read_critic_file
 from focused.learning.critic.calibration import HOLDOUT_FRACTION, fit_length_scale, stratified_split
-from focused.learning.critic.products import page_times
+from focused.learning.critic.products import times
 from focused.learning.critic.topics import Topic, UnknownTopicError, Verdict, resolve_topic, topics_of, verdict_of
 from focused.learning.critic.urlwords import MIN_PAGES, url_text, url_vocabulary
 from focused.learning.critic.verdict_head import VerdictHead, train_head
@@ -224,10 +224,7 @@ class Critic:
     def _log_likelihood(self, X: sp.csr_matrix) -> tuple[np.ndarray, np.ndarray]:
         """Per-class ``Σ_t n_t log θ_ct`` (n, n_classes) and page lengths ``L`` (n,)."""
         lengths = np.asarray(X.sum(axis=1), dtype=np.float64).ravel()
-        if X.shape[0] == 1:  # one page: the same sums in fewer passes
-            loglik = np.asarray(page_times(X.indices, X.data, self._weights_t), dtype=np.float64)[None, :]
-        else:
-            loglik = np.asarray((X @ self._weights_t).todense(), dtype=np.float64)
+        loglik = np.asarray(times(X.data, X.indices, X.indptr, self._weights_t), dtype=np.float64)
         loglik += lengths[:, None] * self._log_norm[None, :]
         return loglik, lengths
 

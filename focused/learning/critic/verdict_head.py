@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 import scipy.sparse as sp
 
-from focused.learning.critic.products import page_times
+from focused.learning.critic.products import times
 
 __all__ = ["HEAD_FORMAT", "VerdictHead", "train_head"]
 
@@ -115,11 +115,7 @@ class VerdictHead:
         rows = np.repeat(np.arange(n), np.diff(X.indptr))
         weights = self._weights(X, rows)  # over every feature of the page: the norm counts them all
         # float32 as the weights: a float64 page would make scipy copy the weights to float64 every call
-        if n == 1:  # one page: the same sums in fewer passes
-            product = page_times(X.indices, weights.astype(np.float32), self._by_feature())[None, :]
-        else:
-            weighted = sp.csr_matrix((weights.astype(np.float32), X.indices, X.indptr), shape=X.shape)
-            product = (weighted @ self._by_feature()).toarray()
+        product = times(weights.astype(np.float32), X.indices, X.indptr, self._by_feature())
         scores = product.astype(np.float64) + self.intercept[None, :]
         prob = 1.0 / (1.0 + np.exp(-np.clip(scores, -500, 500)))
         total = prob.sum(axis=1, keepdims=True)
