@@ -4,6 +4,7 @@ import numpy as np
 import pytest
 import scipy.sparse as sp
 
+from focused.frontier import payloads
 from focused.frontier.payloads import decode_framed_link_batch, decode_link_batch, decode_payload, encode_payload
 from focused.frontier.store import frame
 from focused.learning.apprentice import countmatrix
@@ -59,6 +60,30 @@ def test_damaged_frames_leave_their_entry_out_of_a_framed_batch():
     assert decode_framed_link_batch([frame([encode_payload({"a": 1})])])[0] is None  # not a link payload
     with pytest.raises(ValueError):
         decode_framed_link_batch([frame([blob[:-1]])])  # a damaged payload in a sound frame
+
+
+def test_compact_payloads_framed_back_to_back_decode_as_one_by_one_and_their_gaps_as_sliced():
+    rng = np.random.default_rng(3)
+    # only compact payloads (the crawler's own): their gaps lie evenly spaced in the joined frames
+    entries = [[_payload(rng, int(rng.integers(0, 50))) for _ in range(int(rng.integers(0, 6)))] for _ in range(200)]
+    entries.append([LinkPayload(np.array([0, 0, 65_535, 65_535 * 2], np.int32), np.ones(2, np.float32))])
+    blobs = _blobs(entries)
+    assert {b[:1] for entry in blobs for b in entry} == {b"D"}
+    batch, damaged = decode_framed_link_batch([frame(entry) for entry in blobs])
+    assert batch is not None and not damaged.any()
+    for i, entry in enumerate(entries):
+        assert [p.ids.tolist() for p in batch[i]] == [p.ids.tolist() for p in entry]
+        assert [p.side.tolist() for p in batch[i]] == [p.side.tolist() for p in entry]
+    # sections read from the whole buffer equal one slice each, whatever their alignment and spacing
+    for unit in (1, 2, 4):
+        for _ in range(20):
+            sizes = unit * rng.integers(0, 40, size=int(rng.integers(1, 60)))
+            holes = unit * rng.integers(0, 12, size=sizes.size)
+            starts = np.cumsum(holes) + np.concatenate(([0], np.cumsum(sizes)[:-1]))
+            buf = rng.integers(0, 256, size=int(starts[-1] + sizes[-1] + rng.integers(0, 5)), dtype=np.uint8).tobytes()
+            sliced = b"".join(buf[a : a + n] for a, n in zip(starts.tolist(), sizes.tolist(), strict=True))
+            assert payloads._sections(buf, starts, sizes, "u1").tobytes() == sliced
+    assert payloads._sections(b"abc", np.zeros(0, np.int64), np.zeros(0, np.int64), "<u2").size == 0
 
 
 def test_other_payloads_are_left_to_the_one_by_one_decoder_and_damage_is_refused():
