@@ -347,3 +347,46 @@ def test_a_fit_and_a_background_rescore_run_inside_scratch(monkeypatch):
     scheduler.enqueue_request(request("a", 1, True))
     assert scheduler.rescore(lambda payloads: seen.append(("at once", depth[0])) or [7] * len(payloads)) == 1
     assert seen == [("train", 1), ("score", 1), ("at once", 1)]
+
+
+# Re-scores 4,000 waiting URLs of 6 link payloads each (the re-score study's kind) inside a scratch scope, twice,
+# with the default piece size and then with pieces 8 times as large, and prints this thread's minor page faults
+# in each second pass.
+RESCORE_PROBE = textwrap.dedent(
+    """
+    import resource
+    import numpy as np
+    from focused import malloc
+    from focused.bench.studies.rescoring import synthetic_apprentice, synthetic_payloads
+    from focused.frontier import rescore
+    from focused.frontier.payloads import encode_payload
+    from focused.frontier.store import Framed, frame
+    assert malloc.tune()
+    rng = np.random.default_rng(0)
+    vocabulary = np.sort(rng.choice(2**20, size=200_000, replace=False))
+    online = synthetic_apprentice(rng, vocabulary)
+    payloads = [encode_payload(p) for p in synthetic_payloads(rng, vocabulary, 6 * 4000)]
+    blobs = Framed([frame(payloads[i : i + 6]) for i in range(0, len(payloads), 6)])
+
+    def faults(piece):
+        rescore.RESCORE_BYTES = piece
+        scorer = rescore.DecodingRescorer(online.rescore)
+        with malloc.scratch():
+            scorer(blobs)
+            before = resource.getrusage(resource.RUSAGE_THREAD).ru_minflt
+            scorer(blobs)
+            return resource.getrusage(resource.RUSAGE_THREAD).ru_minflt - before
+
+    default = rescore.RESCORE_BYTES
+    print(faults(default), faults(8 * default))
+    """
+)
+
+
+@needs_glibc
+def test_a_rescores_pieces_are_small_enough_for_their_temporaries_to_reuse_the_heap():
+    env = {k: v for k, v in os.environ.items() if k != "GLIBC_TUNABLES"}
+    out = subprocess.run([sys.executable, "-c", RESCORE_PROBE], capture_output=True, text=True, check=True, env=env)
+    default, larger = (int(x) for x in out.stdout.split())
+    assert larger > 1000  # temporaries over the scratch threshold: fresh mappings, faulted in each pass
+    assert default < larger / 10  # the default's come from the heap, whose pages the next piece reuses

@@ -29,6 +29,7 @@ import numpy as np
 
 from focused.frontier.payloads import decode_framed_link_batch, decode_link_batch, decode_payloads
 from focused.frontier.store import Framed, Payloads, RescoreJob, unframe
+from focused.malloc import SCRATCH_THRESHOLD
 
 if TYPE_CHECKING:
     from focused.frontier.heap import Entry
@@ -40,9 +41,11 @@ logger = logging.getLogger(__name__)
 #: waiting entries a durable store reads per round trip (SQL query, ZSCAN + HMGET) when re-scoring, and at most
 #: scored at a time
 RESCORE_CHUNK = 10_000
-#: bytes of payloads decoded and scored at a time (~500,000 link ids as 2-byte gaps): no slower than 10,000 URLs
-#: of 6 parents (7 MB) at a time, in a seventh of the temporaries (docs/results.md, "Re-scoring 100,000 waiting URLs")
-RESCORE_BYTES = 1 << 20
+#: bytes of payloads decoded and scored at a time (~250,000 link ids as 2-byte gaps): a piece's largest temporaries
+#: (8 bytes an id: the model's count matrix values) stay under the scratch threshold, so a re-score inside
+#: :func:`focused.malloc.scratch` reuses the heap's pages instead of faulting in a fresh mapping for each (with
+#: pieces twice as large, a crawl's re-score took a third more CPU: docs/results.md, "Re-scoring 100,000 waiting URLs")
+RESCORE_BYTES = SCRATCH_THRESHOLD // 4
 #: the SQLite connection's page cache (KiB) while a re-score writes its priorities (the default is 2 MiB)
 RESCORE_CACHE_KIB = 65_536
 

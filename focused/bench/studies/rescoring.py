@@ -7,8 +7,9 @@ and 2 float32 side features per parent link); a small apprentice is fitted on
 synthetic links so that :meth:`OnlineApprentice.rescore` runs a real model.
 Re-scoring goes through :meth:`FocusedScheduler.rescore` (the store's re-score job
 run at once: its chunked read and bulk update, the payload decoding, the model), timed
-end to end and split into store I/O (the job's own steps), decoding and model. Figures,
-never asserted.
+end to end and split into store I/O (the job's own steps), decoding and model, with the
+allocator set as a crawl sets it (:func:`focused.malloc.tune`: a re-score's temporaries
+then cost what they cost in a crawl). Figures, never asserted.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import numpy as np
 from scrapy import Request, Spider
 from scrapy.utils.test import get_crawler
 
+from focused import malloc
 from focused.core.scheduler import PAYLOAD_META_KEY, FocusedScheduler
 from focused.frontier.settings import STORE_FILE
 from focused.frontier.store import Payloads, RescoreJob
@@ -116,8 +118,11 @@ def rescore_study(
     The frontier is re-scored ``passes`` times, alternating two fitted models so
     that every pass changes the priorities; the median pass is reported.
     ``stores``: name -> the scheduler's settings of each store measured
-    (default: memory and SQLite in a job directory under ``workdir``).
+    (default: memory and SQLite in a job directory under ``workdir``). Sets this process's allocator as a
+    crawl's (:func:`focused.malloc.tune`), for good: with glibc's own, a re-score's temporaries stay in the
+    heaps, and the study measured less than a crawl's re-scores take.
     """
+    malloc.tune()
     rng = np.random.default_rng(seed)
     vocabulary = np.sort(rng.choice(2**20, size=200_000, replace=False))
     models = [synthetic_apprentice(rng, vocabulary) for _ in range(2)]
