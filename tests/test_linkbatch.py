@@ -62,9 +62,9 @@ def test_damaged_frames_leave_their_entry_out_of_a_framed_batch():
         decode_framed_link_batch([frame([blob[:-1]])])  # a damaged payload in a sound frame
 
 
-def test_compact_payloads_framed_back_to_back_decode_as_one_by_one_and_their_gaps_as_sliced():
+def test_ids_cut_out_of_the_joined_frames_are_those_of_one_slice_each():
     rng = np.random.default_rng(3)
-    # only compact payloads (the crawler's own): their gaps lie evenly spaced in the joined frames
+    # only compact payloads (most of the crawler's own): every payload's gaps cut out of the joined frames at once
     entries = [[_payload(rng, int(rng.integers(0, 50))) for _ in range(int(rng.integers(0, 6)))] for _ in range(200)]
     entries.append([LinkPayload(np.array([0, 0, 65_535, 65_535 * 2], np.int32), np.ones(2, np.float32))])
     blobs = _blobs(entries)

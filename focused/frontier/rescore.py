@@ -43,8 +43,8 @@ logger = logging.getLogger(__name__)
 RESCORE_CHUNK = 10_000
 #: bytes of payloads decoded and scored at a time (~250,000 link ids as 2-byte gaps): a piece's largest temporaries
 #: (8 bytes an id: the model's count matrix values) stay under the scratch threshold, so a re-score inside
-#: :func:`focused.malloc.scratch` reuses the heap's pages instead of faulting in a fresh mapping for each (with
-#: pieces twice as large, a crawl's re-score took a third more CPU: docs/results.md, "Re-scoring 100,000 waiting URLs")
+#: :func:`focused.malloc.scratch` reuses the heap's pages instead of faulting in a fresh mapping for each
+#: (docs/results.md, "Re-scoring 100,000 waiting URLs")
 RESCORE_BYTES = SCRATCH_THRESHOLD // 4
 #: the SQLite connection's page cache (KiB) while a re-score writes its priorities (the default is 2 MiB)
 RESCORE_CACHE_KIB = 65_536
