@@ -1,6 +1,7 @@
 """The Redis re-score's new waiting scores in array steps equal those of one Python step an entry."""
 
 import numpy as np
+import pytest
 
 from focused.frontier.redis_lua import MAX_PRIORITY, SHIFT, priority_of, score
 from focused.frontier.rescore_redis import new_scores
@@ -37,3 +38,5 @@ def test_new_scores_in_array_steps_are_those_of_a_step_an_entry():
             assert new_scores(ids, partial, touched) == one_by_one(ids, partial, touched)
     huge = [(b"a", score(5, 7))]
     assert new_scores(huge, [2**70], set()) == {b"a": score(MAX_PRIORITY, 7)}  # beyond int64: clipped all the same
+    with pytest.raises(ValueError):
+        new_scores(huge * 3, [4], set())  # one priority for three entries: refused, not broadcast

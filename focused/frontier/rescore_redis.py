@@ -68,6 +68,8 @@ def new_scores(
     """The new waiting score of each entry ``(member, old score)`` whose priority changes: its new priority at its
     old rank (:func:`~focused.frontier.redis_lua.score`); none for a ``None`` priority or a member in ``touched``.
     When every entry is scored and none was touched (most chunks), in array steps rather than a Python step each."""
+    if len(priorities) != len(ids):  # as the step an entry's strict zip would say, where arrays would broadcast
+        raise ValueError(f"{len(priorities)} priorities for {len(ids)} entries")
     if not touched and None not in priorities:
         try:
             new = np.fromiter(map(int, cast(Sequence[int], priorities)), dtype=np.int64, count=len(priorities))
