@@ -122,7 +122,9 @@ def _window_ids(
     pair_starts = np.cumsum(per_pair) - per_pair
     total = int(per_pair.sum())
     rows = np.repeat(first[m], per_pair) + (np.arange(total) - np.repeat(pair_starts, per_pair))
-    ids = matrix[rows, np.repeat(d + d_max, per_pair)] if total else np.zeros(0, dtype=np.int32)
+    # the (row, offset) cells taken from the flat matrix (a 2-D fancy index walks it more slowly)
+    cells = rows * matrix.shape[1] + np.repeat(d + d_max, per_pair)
+    ids = matrix.ravel().take(cells) if total else np.zeros(0, dtype=np.int32)
     target = np.asarray(owner, dtype=np.int64)[np.repeat(pair_occ, per_pair)]
     # grouped by target and sorted within each (the payload form), in one sort of (target, id) keys
     keys = target * n_features + ids
