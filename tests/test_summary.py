@@ -264,3 +264,18 @@ def test_crawl_help_explains_the_progress_line_and_the_summary():
     for field in ("pages=", "harvest=", "loss=", "recent_harvest=", "relevant=", "frontier="):
         assert f"{field} " in text, field
     assert "ends with a summary" in text
+
+
+def test_a_crawl_from_another_folder_with_the_settings_module(web, tmp_path):
+    """docs/troubleshooting.md: out of the checkout, ``scrapy crawl`` finds the project by
+    ``SCRAPY_SETTINGS_MODULE=focused.settings``; the crawl database goes to ``crawls/`` of that folder."""
+    model = train_critic(tmp_path / "critic.npz")
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    args = ["-a", "topic=sport", "-a", f"seeds={web.url}/", "-a", f"model={model}", "-a", "max_pages=3"]
+    command = [sys.executable, "-m", "scrapy", "crawl", "focused", *args, "-s", f"FOCUSED_ALLOW_INTERNAL={web.allow}"]
+    env = dict(os.environ, PYTHONPATH=str(PROJECT_ROOT), SCRAPY_SETTINGS_MODULE="focused.settings")
+    proc = subprocess.run(command, cwd=elsewhere, env=env, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    (db,) = (elsewhere / "crawls").glob("sport-*.sqlite")
+    assert db_figures(db)[0] == 3
