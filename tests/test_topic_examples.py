@@ -418,13 +418,15 @@ def test_an_example_url_given_twice_is_one_example():
 # ---------------------------------------------------------------------- the default background
 
 
-def test_astronomy_against_the_default_background_judges_its_pages_and_not_cooking(tmp_path, capsys):
+def test_astronomy_against_the_default_background_judges_its_pages_and_not_cooking(tmp_path, capsys, monkeypatch):
     """The issue's case: the 14 astronomy pages with the default background (WebKB and Wikipedia, whose
     astronomy articles are unlabelled there): every astronomy page on topic, every cooking page off it."""
     from focused.corpora import corpora_dir
 
     if not (corpora_dir() / "webkb-dev.tar.gz").exists() or not (corpora_dir() / "wikispeedia.tar.gz").exists():
         pytest.skip(f"no corpora at {corpora_dir()}")
+    monkeypatch.setenv("FOCUSED_CORPORA", str(corpora_dir()))  # found from the checkout, before leaving it:
+    monkeypatch.chdir(tmp_path)  # the corpora's texts are kept in crawls/examples of this folder, not the checkout's
     out = tmp_path / "astronomy.npz"
     assert main(["train-topic", "--positive", str(DATA / "astronomy"), "--out", str(out)]) == 0
     printed = capsys.readouterr().out

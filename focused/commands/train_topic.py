@@ -106,6 +106,8 @@ def _run(args: argparse.Namespace) -> int:
     from focused.addresses import AddressPolicy, AllowListError
     from focused.core.background import BACKGROUNDS, check_background
     from focused.core.examples import topic_name, train_topic
+    from focused.paths import project_path
+    from focused.settings import defaults
 
     out = Path(args.out)
     name = topic_name("", args.name or out.name.split(".")[0])
@@ -125,8 +127,16 @@ def _run(args: argparse.Namespace) -> int:
         check_background(backgrounds)
     except ConfigError as exc:
         raise InputError(f"--{exc}") from exc
+    cache = project_path(defaults.FOCUSED_EXAMPLES_CACHE)  # the corpora's texts, kept as a crawl keeps them
     trained = train_topic(
-        examples, name, backgrounds, args.max_background, args.seed, negatives=negatives, keywords=args.keyword
+        examples,
+        name,
+        backgrounds,
+        args.max_background,
+        args.seed,
+        negatives=negatives,
+        keywords=args.keyword,
+        cache=cache,
     )
     for line in trained.report.lines():
         print(line)

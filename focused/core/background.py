@@ -10,10 +10,16 @@ and WARC files, sampled.
 from __future__ import annotations
 
 import contextlib
+import gzip
+import hashlib
+import json
 import logging
+import os
 import random
+import tempfile
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from focused.errors import ConfigError
 
@@ -22,6 +28,7 @@ __all__ = [
     "background_key",
     "background_texts",
     "check_background",
+    "corpus_texts",
     "folder_files",
     "read_background",
     "stored_pages",
@@ -75,6 +82,148 @@ def background_texts(source: str) -> Iterator[tuple[str, str]]:
         yield str(file), html_to_text(file.read_bytes())
 
 
+#: The shipped corpora's texts as :func:`corpus_texts` keeps them: gzipped JSON lines, a header, then one
+#: ``[URL, text]`` a page.
+TEXTS_FORMAT = "focused-background-texts"
+TEXTS_VERSION = 1
+#: The modules whose code makes a corpus page's text: a kept file names a digest of them, so a change to any of
+#: them reads the corpus again.
+_TEXT_MODULES = (
+    "focused.corpora.webkb",
+    "focused.corpora.wikispeedia",
+    "focused.page.parse",
+    "focused.page.parsed",
+    "focused.page.stream",
+    "focused.page.text",
+    "focused.wiki.render",
+)
+
+
+def corpus_texts(source: str, cache: Path | None) -> Iterator[tuple[str, str]]:
+    """:func:`background_texts` of a shipped corpus, kept in the folder ``cache`` as they are first read (a corpus
+    is parsed page by page, ~10 s each; the kept texts read back in about a second). The file is named by the
+    corpus file's size and time of change and by the code that makes the texts, and is kept only once every page
+    is in it. A kept file found not as written (damaged, cut short) is removed and :class:`DamagedTexts` raised:
+    :func:`read_background` then reads the corpus again. Without ``cache``, or for another source, the texts as
+    :func:`background_texts` gives them."""
+    path = _texts_path(source, cache) if cache is not None and source in BACKGROUNDS else None
+    if path is None:
+        yield from background_texts(source)
+    elif path.is_file():
+        yield from _kept_texts(path, source)
+    else:
+        yield from _keeping(path, source, background_texts(source))
+
+
+class DamagedTexts(Exception):
+    """A file of kept corpus texts is not as :func:`corpus_texts` wrote it (it has been removed)."""
+
+
+def _texts_path(source: str, cache: Path) -> Path | None:
+    """Where ``source``'s texts are kept; None when the corpus or this code cannot be read (nothing is kept)."""
+    import importlib
+
+    from focused.corpora import corpora_dir
+
+    name = "webkb-dev.tar.gz" if source == "webkb" else "wikispeedia.tar.gz"
+    try:
+        stat = (corpora_dir() / name).stat()
+        digest = hashlib.sha256()
+        for module in _TEXT_MODULES:
+            file = importlib.import_module(module).__file__
+            if file is None:
+                return None
+            digest.update(Path(file).read_bytes())
+    except OSError:  # no corpus (background_texts says so in one line), or code in an archive: nothing kept
+        return None
+    code = digest.hexdigest()[:12]
+    return cache / f"background-{source}-{stat.st_size}-{stat.st_mtime_ns}-{code}-v{TEXTS_VERSION}.jsonl.gz"
+
+
+def _kept_texts(path: Path, source: str) -> Iterator[tuple[str, str]]:
+    """The pages kept in ``path``, as written: a header, ``[URL, text]`` lines, then the number of pages."""
+    count = 0
+    try:
+        with gzip.open(path, "rt", encoding="utf-8") as lines:
+            header = json.loads(next(lines))
+            if header != {"format": TEXTS_FORMAT, "version": TEXTS_VERSION, "source": source}:
+                raise ValueError("not a file of kept texts")
+            for line in lines:
+                page = json.loads(line)
+                if isinstance(page, dict):  # the last line: how many pages came before
+                    if page != {"pages": count} or next(lines, None) is not None:
+                        raise ValueError("the count of pages does not match")
+                    return
+                if not (isinstance(page, list) and len(page) == 2 and all(isinstance(x, str) for x in page)):
+                    raise ValueError("not a page")
+                count += 1
+                yield page[0], page[1]
+            raise ValueError("cut short")
+    except (OSError, EOFError, StopIteration, UnicodeDecodeError, ValueError) as exc:  # gzip's and JSON's too
+        with contextlib.suppress(OSError):
+            path.unlink()
+        why = f"{path} is not as it was written ({exc})"
+        raise DamagedTexts(f"background {source}: {why}; reading the corpus again") from None
+
+
+def _keeping(path: Path, source: str, pages: Iterator[tuple[str, str]]) -> Iterator[tuple[str, str]]:
+    """``pages``, each written to ``path`` as it goes by; the file is in place once the last page is (a temporary
+    file renamed), and the corpus's other kept files are removed. A folder that cannot take it is logged, and the
+    pages go on."""
+    out: Any = None
+    tmp = ""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+        os.close(fd)
+        # open across the yields below, closed by them or by the finally clause
+        out = gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1)  # noqa: SIM115
+        out.write(json.dumps({"format": TEXTS_FORMAT, "version": TEXTS_VERSION, "source": source}) + "\n")
+    except OSError as exc:
+        _cannot_keep(source, path, exc, out, tmp)
+        out = None
+    count = 0
+    try:
+        for url, text in pages:
+            if out is not None:
+                try:
+                    out.write(json.dumps([url, text], ensure_ascii=False) + "\n")
+                except OSError as exc:
+                    _cannot_keep(source, path, exc, out, tmp)
+                    out = None
+            count += 1
+            yield url, text
+        if out is not None:
+            try:
+                out.write(json.dumps({"pages": count}) + "\n")
+                out.close()
+                out = None
+                os.replace(tmp, path)
+            except OSError as exc:
+                _cannot_keep(source, path, exc, out, tmp)
+                out = None
+            else:
+                for old in path.parent.glob(f"background-{source}-*.jsonl.gz"):
+                    if old != path:
+                        with contextlib.suppress(OSError):
+                            old.unlink()
+    finally:
+        if out is not None:  # not every page went by: nothing kept
+            _cannot_keep(source, path, None, out, tmp)
+
+
+def _cannot_keep(source: str, path: Path, exc: OSError | None, out: Any, tmp: str) -> None:
+    """Give up keeping ``source``'s texts (logged when ``exc`` says why): the temporary file closed and removed."""
+    if exc is not None:
+        logger.warning("background %s: cannot keep its texts in %s (%s)", source, path.parent, exc.strerror or exc)
+    if out is not None:
+        with contextlib.suppress(OSError):
+            out.close()
+    if tmp:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
 def stored_pages(path: Path) -> Iterator[tuple[str, bytes]]:
     """(URL, body) of the pages a crawl database (``.sqlite``) or a WARC file (``.warc[.gz]``) holds; ConfigError
     (one line) when it is neither or is damaged."""
@@ -105,12 +254,14 @@ def read_background(
     exclude: Collection[str] = (),
     exclude_urls: Sequence[str] = (),
     extra: Iterator[tuple[str, str]] | None = None,
+    cache: Path | None = None,
 ) -> list[str]:
     """Background texts, positives left out: up to ``limit`` sampled uniformly (reservoir) over the shipped
     corpora (:data:`BACKGROUNDS`) and ``extra`` (more (URL, text) pairs), and up to ``limit`` more over the
     other sources: folders of pages, crawl databases, WARC files. Those are the user's pages of the kind the
     crawl will meet (docs/topic.md, "Examples unlike the background"): sampled among the corpora's 11,500 pages,
-    a thousand of them would be a twelfth of the sample.
+    a thousand of them would be a twelfth of the sample. With ``cache``, the corpora's texts are kept in that
+    folder (:func:`corpus_texts`): the same sample, read in a second instead of parsed again.
     """
     from itertools import chain
 
@@ -124,7 +275,7 @@ def read_background(
 
     def kept(pages: Iterable[tuple[str, str]]) -> Iterator[str]:
         for where, text in pages:
-            if not text.split() or text in exclude:
+            if not text or text.isspace() or text in exclude:  # no word (str.split's whitespace is isspace's)
                 continue
             try:
                 if fetch_key(where) in skip_keys:
@@ -138,7 +289,16 @@ def read_background(
     own = [s for s in sources if s not in BACKGROUNDS]
     sample = []
     if corpora or extra is not None:
-        sample = _reservoir(kept(chain(*(background_texts(s) for s in corpora), extra or ())), limit, rng, corpora)
+        for attempt in range(len(corpora) + 1):  # a damaged file of kept texts is removed, and read again
+            try:
+                texts = chain(*(corpus_texts(s, cache) for s in corpora), extra or ())  # extra: after the corpora
+                sample = _reservoir(kept(texts), limit, rng, corpora)
+                break
+            except DamagedTexts as exc:
+                if attempt == len(corpora):
+                    raise ConfigError(str(exc)) from None
+                logger.warning("%s", exc)
+                rng = random.Random(seed)
     if own:
         sample += _reservoir(kept(chain(*(background_texts(s) for s in own))), limit, rng, own)
     return sample

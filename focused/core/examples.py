@@ -248,15 +248,19 @@ def train_topic(
     *,
     negatives: Sequence[bytes] = (),
     keywords: Sequence[str] = (),
+    cache: Path | None = None,
 ) -> TopicCritic:
-    """Train the critic of topic ``name`` from ``examples`` against ``background`` (one-line ConfigError)."""
+    """Train the critic of topic ``name`` from ``examples`` against ``background`` (one-line ConfigError); with
+    ``cache``, the shipped corpora's texts are kept in that folder (:func:`~focused.core.background.corpus_texts`)."""
     from focused.page.text import html_to_text
 
     texts = [t for t in (html_to_text(b) for b in examples.bodies) if t.split()]
     if len(texts) < MIN_POSITIVES:
         raise ConfigError(f"need at least {MIN_POSITIVES} example pages with text, got {len(texts)}")
     negative_texts = [t for t in (html_to_text(b) for b in negatives) if t.split()]
-    pages = read_background(background, max_background, seed, exclude=set(texts), exclude_urls=examples.urls)
+    pages = read_background(
+        background, max_background, seed, exclude=set(texts), exclude_urls=examples.urls, cache=cache
+    )
     if len(pages) < 2:
         raise ConfigError(f"need at least 2 background pages, got {len(pages)} from {', '.join(background)}")
     meta = {FROM_EXAMPLES: {"background_sources": list(background), "examples_digest": examples.digest()}}
@@ -304,7 +308,7 @@ def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{cache}: cannot make the folder of the critics ({exc.strerror or exc})") from None
-    trained = train_topic(examples, name, background, limit, seed)
+    trained = train_topic(examples, name, background, limit, seed, cache=path.parent)
     try:
         trained.critic.save(path)
     except OSError as exc:
