@@ -308,6 +308,10 @@ def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{cache}: cannot make the folder of the critics ({exc.strerror or exc})") from None
+    logger.info(
+        "Topic %r: training a critic from %d examples against %s (the corpora's texts kept in %s)",
+        name, len(examples.bodies), ", ".join(background), path.parent,
+    )  # fmt: skip
     trained = train_topic(examples, name, background, limit, seed, cache=path.parent)
     try:
         trained.critic.save(path)
