@@ -25,6 +25,7 @@ from focused.errors import ConfigError
 
 __all__ = [
     "BACKGROUNDS",
+    "DamagedTexts",
     "background_key",
     "background_texts",
     "check_background",
@@ -101,11 +102,11 @@ _TEXT_MODULES = (
 
 def corpus_texts(source: str, cache: Path | None) -> Iterator[tuple[str, str]]:
     """:func:`background_texts` of a shipped corpus, kept in the folder ``cache`` as they are first read (a corpus
-    is parsed page by page, ~10 s each; the kept texts read back in about a second). The file is named by the
-    corpus file's size and time of change and by the code that makes the texts, and is kept only once every page
-    is in it. A kept file found not as written (damaged, cut short) is removed and :class:`DamagedTexts` raised:
-    :func:`read_background` then reads the corpus again. Without ``cache``, or for another source, the texts as
-    :func:`background_texts` gives them."""
+    is parsed page by page; kept texts are only read back: docs/results.md, "Topics from examples"). The file is
+    named by the corpus file's size and time of change and by the code that makes the texts, and is kept only once
+    every page is in it. A kept file found not as written (damaged, cut short) is removed and
+    :class:`DamagedTexts` raised: :func:`read_background` then reads the corpus again. Without ``cache``, or for
+    another source, the texts as :func:`background_texts` gives them."""
     path = _texts_path(source, cache) if cache is not None and source in BACKGROUNDS else None
     if path is None:
         yield from background_texts(source)
@@ -261,7 +262,7 @@ def read_background(
     other sources: folders of pages, crawl databases, WARC files. Those are the user's pages of the kind the
     crawl will meet (docs/topic.md, "Examples unlike the background"): sampled among the corpora's 11,500 pages,
     a thousand of them would be a twelfth of the sample. With ``cache``, the corpora's texts are kept in that
-    folder (:func:`corpus_texts`): the same sample, read in a second instead of parsed again.
+    folder (:func:`corpus_texts`): the same sample, read back instead of parsed again.
     """
     from itertools import chain
 

@@ -274,7 +274,7 @@ FOCUSED_PAGE_TIME_BUDGET = 30.0
 FOCUSED_EXAMPLES = ""
 #: Where critics trained from examples are kept, named by a hash of the examples' content: a resumed crawl or a
 #: second worker on the same machine reuses the file instead of training again. The shipped corpora's pages are
-#: kept there as text too (~50 MB), read by the next critic instead of the corpora.
+#: kept there as text too, read by the next critic instead of the corpora.
 FOCUSED_EXAMPLES_CACHE = "crawls/examples"
 #: The unlabelled background of a critic from examples, comma-separated: ``webkb``, ``wiki`` (the corpora folder,
 #: ``$FOCUSED_CORPORA``), folders of pages, crawl databases or WARC files (pages of the kind the crawl will meet).
