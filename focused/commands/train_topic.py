@@ -10,7 +10,9 @@ hold pages of the topic too. The critic is a positive-unlabelled learner
 (:mod:`focused.learning.critic.examples`): Pr(topic | page) >= 0.5 means on topic. A
 k-fold cross-validation says how held-out examples fare, and one line warns when
 the model would reject its own examples. ``scrapy crawl focused -a examples=...``
-trains the same critic at the start of a crawl.
+trains the same critic at the start of a crawl. The corpora's pages are read once and
+kept as text in the default folder of ``FOCUSED_EXAMPLES_CACHE``, as a crawl keeps them:
+the next topics read those files instead.
 """
 
 from __future__ import annotations
