@@ -16,7 +16,7 @@ import json
 import logging
 import os
 import random
-import tempfile
+import secrets
 from collections.abc import Collection, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -175,10 +175,9 @@ def _keeping(path: Path, source: str, pages: Iterator[tuple[str, str]]) -> Itera
     tmp = ""
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-        os.close(fd)
+        tmp = str(path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp"))  # the umask's mode
         # open across the yields below, closed by them or by the finally clause
-        out = gzip.open(tmp, "wt", encoding="utf-8", compresslevel=1)  # noqa: SIM115
+        out = gzip.open(tmp, "xt", encoding="utf-8", compresslevel=1)  # noqa: SIM115
         out.write(json.dumps({"format": TEXTS_FORMAT, "version": TEXTS_VERSION, "source": source}) + "\n")
     except OSError as exc:
         _cannot_keep(source, path, exc, out, tmp)
