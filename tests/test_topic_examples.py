@@ -381,6 +381,20 @@ def test_a_crawl_with_bad_examples_stops_with_one_line(tmp_path, examples, extra
     assert len(lines) == 1 and message in lines[0] and "Traceback" not in proc.stderr
 
 
+def test_examples_without_text_stop_with_one_line_before_the_training_is_announced(tmp_path):
+    """With the default background the crawl says when the (long) training starts; examples the critic cannot
+    learn from are refused before that line, so bad input stays one line."""
+    folder = tmp_path / "examples"
+    folder.mkdir()
+    (folder / "empty.html").write_text("<html><body></body></html>")
+    (folder / "blank.html").write_text("<html><body>   </body></html>")
+    (folder / "mars.html").write_bytes(ASTRONOMY[0].read_bytes())
+    proc = scrapy_crawl("-a", f"examples={folder}", "-a", "seeds=http://a.test/", "-s", "FOCUSED_DB=", timeout=180)
+    lines = [ln for ln in proc.stderr.splitlines() if ln.strip()]
+    assert proc.returncode == 1 and len(lines) == 1, proc.stderr[-2000:]
+    assert "need at least 2 example pages with text, got 1" in lines[0]
+
+
 def test_a_crawl_with_an_unreachable_example_url_stops_with_one_line(tmp_path, background):
     with LocalServer({}) as web:
         args = ["-a", f"examples={web.url}/a.html,{web.url}/b.html", "-s", f"FOCUSED_ALLOW_INTERNAL={web.allow}"]

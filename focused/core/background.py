@@ -17,7 +17,7 @@ import logging
 import os
 import random
 import secrets
-from collections.abc import Collection, Iterable, Iterator, Sequence
+from collections.abc import Collection, Generator, Iterable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -224,7 +224,7 @@ def _cannot_keep(source: str, path: Path, exc: OSError | None, out: Any, tmp: st
             os.unlink(tmp)
 
 
-def stored_pages(path: Path) -> Iterator[tuple[str, bytes]]:
+def stored_pages(path: Path) -> Generator[tuple[str, bytes], None, None]:
     """(URL, body) of the pages a crawl database (``.sqlite``) or a WARC file (``.warc[.gz]``) holds; ConfigError
     (one line) when it is neither or is damaged."""
     from focused.crawldb import CrawlDBError, iter_pages
@@ -321,10 +321,22 @@ def _reservoir(texts: Iterator[str], limit: int, rng: random.Random, sources: Se
 
 
 def check_background(sources: Sequence[str]) -> None:
-    """ConfigError for a background source that is neither a shipped corpus nor a folder nor a file."""
+    """ConfigError for a background source that is neither a shipped corpus nor a folder nor a crawl database or
+    WARC file whose first page can be read: one line before the corpora are read and the critic trained, not after."""
     for source in sources:
-        if source not in BACKGROUNDS and not Path(source).expanduser().exists():
+        if source in BACKGROUNDS:
+            continue
+        path = Path(source).expanduser()
+        if not path.exists():
             raise ConfigError(f"background {source!r}: {_NOT_A_BACKGROUND}")
+        if path.is_file():
+            pages = stored_pages(path)
+            try:
+                next(pages, None)
+            except ConfigError as exc:
+                raise ConfigError(f"background {source!r}: {exc}") from None
+            finally:
+                pages.close()
 
 
 def background_key(sources: Sequence[str]) -> str:

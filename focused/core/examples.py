@@ -29,7 +29,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from focused.addresses import AddressPolicy, AllowListError, allow_entry, parse_ip
-from focused.core.background import background_key, check_background, folder_files, read_background
+from focused.core.background import BACKGROUNDS, background_key, check_background, folder_files, read_background
 from focused.errors import ConfigError
 from focused.learning.critic.examples import (
     FROM_EXAMPLES,
@@ -254,9 +254,7 @@ def train_topic(
     ``cache``, the shipped corpora's texts are kept in that folder (:func:`~focused.core.background.corpus_texts`)."""
     from focused.page.text import html_to_text
 
-    texts = [t for t in (html_to_text(b) for b in examples.bodies) if t.split()]
-    if len(texts) < MIN_POSITIVES:
-        raise ConfigError(f"need at least {MIN_POSITIVES} example pages with text, got {len(texts)}")
+    texts = example_texts(examples)
     negative_texts = [t for t in (html_to_text(b) for b in negatives) if t.split()]
     pages = read_background(
         background, max_background, seed, exclude=set(texts), exclude_urls=examples.urls, cache=cache
@@ -270,6 +268,16 @@ def train_topic(
         )
     except ValueError as exc:
         raise ConfigError(str(exc)) from exc
+
+
+def example_texts(examples: Examples) -> list[str]:
+    """The examples' visible texts, those with a word; ConfigError (one line) for fewer than the critic needs."""
+    from focused.page.text import html_to_text
+
+    texts = [t for t in (html_to_text(b) for b in examples.bodies) if t.split()]
+    if len(texts) < MIN_POSITIVES:
+        raise ConfigError(f"need at least {MIN_POSITIVES} example pages with text, got {len(texts)}")
+    return texts
 
 
 def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
@@ -308,10 +316,11 @@ def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{cache}: cannot make the folder of the critics ({exc.strerror or exc})") from None
-    logger.info(
-        "Topic %r: training a critic from %d examples against %s (the corpora's texts kept in %s)",
-        name, len(examples.bodies), ", ".join(background), path.parent,
-    )  # fmt: skip
+    if any(source in BACKGROUNDS for source in background):  # the long part: said before it, bad input checked first
+        logger.info(
+            "Topic %r: training a critic from %d examples against %s (the corpora's texts kept in %s)",
+            name, len(example_texts(examples)), ", ".join(background), path.parent,
+        )  # fmt: skip
     trained = train_topic(examples, name, background, limit, seed, cache=path.parent)
     try:
         trained.critic.save(path)
