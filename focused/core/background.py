@@ -163,8 +163,7 @@ def _kept_texts(path: Path, source: str) -> Iterator[tuple[str, str]]:
     except (OSError, EOFError, StopIteration, UnicodeDecodeError, ValueError) as exc:  # gzip's and JSON's too
         with contextlib.suppress(OSError):
             path.unlink()
-        why = f"{path} is not as it was written ({exc})"
-        raise DamagedTexts(f"background {source}: {why}; reading the corpus again") from None
+        raise DamagedTexts(f"background {source}: {path} is not as it was written ({exc})") from None
 
 
 def _keeping(path: Path, source: str, pages: Iterator[tuple[str, str]]) -> Iterator[tuple[str, str]]:
@@ -297,7 +296,7 @@ def read_background(
             except DamagedTexts as exc:
                 if attempt == len(corpora):
                     raise ConfigError(str(exc)) from None
-                logger.warning("%s", exc)
+                logger.warning("%s; reading the corpus again", exc)
                 rng = random.Random(seed)
     if own:
         sample += _reservoir(kept(chain(*(background_texts(s) for s in own))), limit, rng, own)
