@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING
 from focused.cli import positive_int
 from focused.commands.markines import fail
 from focused.errors import ConfigError
+from focused.settings import defaults
 
 if TYPE_CHECKING:
     from focused.core.examples import Examples
@@ -89,7 +90,7 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     parser.add_argument(
         "--max-background",
         type=positive_int,
-        default=3000,
+        default=defaults.FOCUSED_EXAMPLES_MAX_BACKGROUND,
         help="background pages sampled at most (default: %(default)s)",
     )
     parser.add_argument("--seed", type=int, default=0, help="sampling seed (default: 0)")
@@ -109,7 +110,6 @@ def _run(args: argparse.Namespace) -> int:
     from focused.core.background import BACKGROUNDS, check_background
     from focused.core.examples import topic_name, train_topic
     from focused.paths import project_path
-    from focused.settings import defaults
 
     out = Path(args.out)
     name = topic_name("", args.name or out.name.split(".")[0])
