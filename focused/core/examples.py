@@ -252,10 +252,13 @@ def train_topic(
 ) -> TopicCritic:
     """Train the critic of topic ``name`` from ``examples`` against ``background`` (one-line ConfigError); with
     ``cache``, the shipped corpora's texts are kept in that folder (:func:`~focused.core.background.corpus_texts`)."""
-    from focused.page.text import html_to_text
-
     texts = example_texts(examples)
-    negative_texts = [t for t in (html_to_text(b) for b in negatives) if t.split()]
+    negative_texts = _texts(negatives)
+    if cache is not None and any(source in BACKGROUNDS for source in background):  # the long part: said before it
+        logger.info(
+            "Topic %r: training a critic from %d examples against %s (the corpora's texts kept in %s)",
+            name, len(texts), ", ".join(background), cache,
+        )  # fmt: skip
     pages = read_background(
         background, max_background, seed, exclude=set(texts), exclude_urls=examples.urls, cache=cache
     )
@@ -272,12 +275,17 @@ def train_topic(
 
 def example_texts(examples: Examples) -> list[str]:
     """The examples' visible texts, those with a word; ConfigError (one line) for fewer than the critic needs."""
-    from focused.page.text import html_to_text
-
-    texts = [t for t in (html_to_text(b) for b in examples.bodies) if t.split()]
+    texts = _texts(examples.bodies)
     if len(texts) < MIN_POSITIVES:
         raise ConfigError(f"need at least {MIN_POSITIVES} example pages with text, got {len(texts)}")
     return texts
+
+
+def _texts(bodies: Sequence[bytes]) -> list[str]:
+    """The visible texts of pages, those with a word."""
+    from focused.page.text import html_to_text
+
+    return [t for t in (html_to_text(b) for b in bodies) if t.split()]
 
 
 def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
@@ -316,11 +324,6 @@ def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
         path.parent.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise ConfigError(f"{cache}: cannot make the folder of the critics ({exc.strerror or exc})") from None
-    if any(source in BACKGROUNDS for source in background):  # the long part: said before it, bad input checked first
-        logger.info(
-            "Topic %r: training a critic from %d examples against %s (the corpora's texts kept in %s)",
-            name, len(example_texts(examples)), ", ".join(background), path.parent,
-        )  # fmt: skip
     trained = train_topic(examples, name, background, limit, seed, cache=path.parent)
     try:
         trained.critic.save(path)
