@@ -1,3 +1,5 @@
+import math
+
 import numpy as np
 import pytest
 
@@ -248,3 +250,31 @@ def test_links_to_judged_pages_count_as_one_by_one():
     batch.observe_links_to_judged(payloads, relevances, app.prior)
     for key in ("siblings_tags", "siblings_counts"):
         np.testing.assert_allclose(batch.state_arrays()[key], one.state_arrays()[key])
+
+
+@pytest.mark.parametrize("scale", [0.0, 0.7, 2.0])
+def test_the_terms_of_a_pages_links_are_the_formula_to_the_bit(scale):
+    """The look-up path computes each source's term in Python floats (a re-score's pieces take it for every
+    source they hold): the same bits as the module docstring's formula in NumPy's float64 operations."""
+    s = SiblingFeedback(weight=1.5, pseudo_count=2.0, spread_scale=scale)
+    rng = np.random.default_rng(11)
+    tags = rng.integers(0, 2**24, size=300)
+    for tag in tags[:250].tolist():  # the last 50 sources have no judged child
+        for _ in range(int(rng.integers(1, 5))):
+            relevance = float(rng.random())
+            s.observe([tag], relevance, [0.0])
+            s.page_judged(relevance)
+        s._children[tag][3] = float(rng.random() * 3)  # the spread of the source's anchor logits
+    p = np.clip(np.float64((s.relevance_sum + 0.5) / (s.pages + 1)), 1e-3, 1 - 1e-3)
+    expected = []
+    for tag in tags.tolist():
+        if tag not in s._children:
+            expected.append(0.0)
+            continue
+        n, total, _, spread = (np.float64(x) for x in s._children[tag])
+        q = np.clip((total + 2.0 * p) / (n + 2.0), 1e-3, 1 - 1e-3)
+        damping = 1.0 / (1.0 + (np.array([spread]) / scale) ** 2) if scale > 0 else np.ones(1)
+        expected.append(1.5 * ((math.log(q / (1 - q)) - math.log(p / (1 - p))) * damping[0]))
+    got = s.term(tags.astype(np.float64))
+    assert np.count_nonzero(got) == 250
+    assert got.tobytes() == np.array(expected).tobytes()

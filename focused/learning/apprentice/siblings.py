@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import copy
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -159,20 +159,27 @@ class SiblingFeedback:
         self.pages += 1
         self.relevance_sum += float(relevance)
 
-    def _unit_term(self, tag: int) -> float:
-        """The term of source ``tag`` with γ = 1 (as :meth:`term`, for one source)."""
-        counts = self._children.get(tag)
-        if counts is None:
-            return 0.0
-        n, total, _, spread = counts
-        p, m = self.mean_relevance, self.pseudo_count
-        q = min(max((total + m * p) / (n + m), _EPS), 1.0 - _EPS)
-        return (_logit(q) - _logit(p)) * self._damping(np.array([spread]))[0]
+    def _unit_terms(self, tags: Iterable[int]) -> dict[int, float]:
+        """The term of each source in ``tags`` with γ = 1 (as :meth:`term`), in Python floats: no array per
+        source."""
+        p, m, scale = self.mean_relevance, self.pseudo_count, self.spread_scale
+        logit_p = _logit(p)
+        units = {}
+        for tag in tags:
+            counts = self._children.get(tag)
+            if counts is None:
+                units[tag] = 0.0
+                continue
+            n, total, _, spread = counts
+            q = min(max((total + m * p) / (n + m), _EPS), 1.0 - _EPS)
+            ratio = spread / scale if scale > 0 else 0.0
+            units[tag] = (_logit(q) - logit_p) * (1.0 / (1.0 + ratio * ratio) if scale > 0 else 1.0)
+        return units
 
     @property
     def mean_relevance(self) -> float:
         """p̄: the mean relevance of the pages judged, with one pseudo-page at ½."""
-        return float(np.clip((self.relevance_sum + 0.5) / (self.pages + 1), _EPS, 1.0 - _EPS))
+        return min(max((self.relevance_sum + 0.5) / (self.pages + 1), _EPS), 1.0 - _EPS)
 
     # -- the term ---------------------------------------------------------------------
 
@@ -184,8 +191,9 @@ class SiblingFeedback:
         if not self._children or not len(tags):
             return out
         if len(tags) <= _FEW:  # a page's own links (one source): dict look-ups, no sorted table to rebuild
-            units = {tag: self._unit_term(tag) for tag in set(tags.tolist())}
-            return weight * np.array([units[tag] for tag in tags.tolist()], dtype=np.float64)
+            keys = tags.tolist()
+            units = self._unit_terms(set(keys))
+            return weight * np.array([units[tag] for tag in keys], dtype=np.float64)
         keys, counts = self._sorted()
         at = np.clip(np.searchsorted(keys, tags), 0, len(keys) - 1)
         known = keys[at] == tags
