@@ -5,7 +5,7 @@ README.md, CONTRIBUTING.md, CHANGES.md and docs/*.md:
 
 * every relative link and image points at a file or folder of the repository, and every ``#anchor`` (on the
   same page or another) matches a heading of its target, slugged as GitHub does;
-* the README is at most 150 lines;
+* the README is at most 100 lines;
 * no page refers to the development process the reader cannot see (issue numbers, "this round", commit ids)
   or to files outside the repository (``../shared/papers``).
 """
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
-README_MAX_LINES = 150
+README_MAX_LINES = 100
 
 FENCE = re.compile(r"^\s*(```|~~~)")
 HEADING = re.compile(r"^ {0,3}(#{1,6})\s+(.*?)\s*#*\s*$")
