@@ -255,7 +255,8 @@ def test_links_to_judged_pages_count_as_one_by_one():
 @pytest.mark.parametrize("scale", [0.0, 0.7, 2.0])
 def test_the_terms_of_a_pages_links_are_the_formula_to_the_bit(scale):
     """The look-up path computes each source's term in Python floats (a re-score's pieces take it for every
-    source they hold): the same bits as the module docstring's formula in NumPy's float64 operations."""
+    source they hold): the same bits as the module docstring's formula written out, its damping computed as
+    the sorted table's path computes it (NumPy)."""
     s = SiblingFeedback(weight=1.5, pseudo_count=2.0, spread_scale=scale)
     rng = np.random.default_rng(11)
     tags = rng.integers(0, 2**24, size=300)

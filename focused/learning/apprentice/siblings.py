@@ -172,8 +172,11 @@ class SiblingFeedback:
                 continue
             n, total, _, spread = counts
             q = min(max((total + m * p) / (n + m), _EPS), 1.0 - _EPS)
-            ratio = spread / scale if scale > 0 else 0.0
-            units[tag] = (_logit(q) - logit_p) * (1.0 / (1.0 + ratio * ratio) if scale > 0 else 1.0)
+            damping = 1.0  # as _damping: 1 / (1 + (σ_u / s)²), the square a product as NumPy's is
+            if scale > 0:
+                ratio = spread / scale
+                damping = 1.0 / (1.0 + ratio * ratio)
+            units[tag] = (_logit(q) - logit_p) * damping
         return units
 
     @property
@@ -191,9 +194,9 @@ class SiblingFeedback:
         if not self._children or not len(tags):
             return out
         if len(tags) <= _FEW:  # a page's own links (one source): dict look-ups, no sorted table to rebuild
-            keys = tags.tolist()
-            units = self._unit_terms(set(keys))
-            return weight * np.array([units[tag] for tag in keys], dtype=np.float64)
+            listed = tags.tolist()
+            units = self._unit_terms(set(listed))
+            return weight * np.array([units[tag] for tag in listed], dtype=np.float64)
         keys, counts = self._sorted()
         at = np.clip(np.searchsorted(keys, tags), 0, len(keys) - 1)
         known = keys[at] == tags
