@@ -79,6 +79,10 @@ class LinkScoringMiddleware:
         async for obj in result:
             if isinstance(obj, Request):
                 requests.append(obj)
+                if len(requests) > THREAD_LINKS and len(requests) % SCHEDULE_CHUNK == 0:
+                    # a page of thousands of links: the spider and the middlewares before this one make its
+                    # requests a chunk per reactor turn too, not all in one step of the reactor
+                    await _next_turn()
                 continue
             if isinstance(obj, PageItem) and obj.url == response.url:
                 item = obj
@@ -92,14 +96,14 @@ class LinkScoringMiddleware:
             for request in self._for_the_engine(response, self._score(response, item, requests, parsed), merge=True):
                 yield request
             return
-        # a page of thousands of links: scored off the reactor thread, scheduled a chunk per reactor turn
-        from twisted.internet import reactor  # the one Scrapy installed (importing it earlier would install one)
-
+        # a page of thousands of links: scored off the reactor thread, sifted (take_early) and scheduled a chunk
+        # per reactor turn (no merges here: they go the engine's way, chunked with the rest)
         scored = await maybe_deferred_to_future(deferToThread(self._score, response, item, requests, parsed))
-        for i, request in enumerate(self._for_the_engine(response, scored, merge=False)):  # merges: chunked
-            if i and i % SCHEDULE_CHUNK == 0:
-                await maybe_deferred_to_future(task.deferLater(reactor, 0, lambda: None))
-            yield request
+        for start in range(0, len(scored), SCHEDULE_CHUNK):
+            if start:
+                await _next_turn()
+            for request in self._for_the_engine(response, scored[start : start + SCHEDULE_CHUNK], merge=False):
+                yield request
 
     def _for_the_engine(self, response: Response, requests: list[Request], merge: bool) -> list[Request]:
         """The scored requests the engine must schedule. Links to pages fetched or being fetched (their
@@ -143,6 +147,13 @@ class LinkScoringMiddleware:
                 request.meta[PAYLOAD_BYTES_META_KEY] = blob
         self.stats.inc_value("focused/links_scored", len(requests))
         return requests
+
+
+async def _next_turn() -> None:
+    """Let the reactor run its timers and sockets before going on."""
+    from twisted.internet import reactor  # the one Scrapy installed (importing it earlier would install one)
+
+    await maybe_deferred_to_future(task.deferLater(reactor, 0, lambda: None))
 
 
 def merges_early(settings: BaseSettings) -> bool:
