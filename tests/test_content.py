@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 
 from focused.bench.runner import run_crawl
 from focused.crawldb import iter_pages
-from focused.downloadermiddlewares.binarybody import _CONTROL, _utf8_controls, looks_binary
 from focused.downloadermiddlewares.binarybody import STAT as BINARY
 from focused.downloadermiddlewares.httpcompression import STAT as BOMB
+from focused.page.binary import _CONTROL, _utf8_controls, looks_binary
 from tests.local_server import HTML, LocalServer, direct_crawl
 from tests.sites import SPORT
 

@@ -277,6 +277,32 @@ def test_train_topic_bad_input_is_one_line(tmp_path, background, capsys, positiv
     assert not (tmp_path / "x.npz").exists()
 
 
+def test_an_example_file_that_is_not_text_is_skipped_and_named(tmp_path, background, capsys, caplog):
+    """A PDF or an image saved as ``.html`` among the examples is no example (its bytes would be read as words,
+    as the crawl's binary-body check keeps such responses out): it is skipped, with a warning naming it, as is
+    a page without a word, and the critic learns from the others; with too few left, the one-line error names
+    the files left out."""
+    folder = tmp_path / "examples"
+    folder.mkdir()
+    for file in ASTRONOMY[:6]:
+        (folder / file.name).write_bytes(file.read_bytes())
+    (folder / "photo.html").write_bytes(random.Random(3).randbytes(5_000))
+    (folder / "blank.html").write_text("<html><body> </body></html>")
+    out = tmp_path / "sky.npz"
+    args = ["train-topic", "--positive", str(folder), "--background", str(background), "--out", str(out)]
+    assert main(args) == 0, capsys.readouterr().err
+    warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert f"Skipped example {folder / 'photo.html'}: not text" in warned
+    assert f"Skipped example {folder / 'blank.html'}: no word" in warned
+    assert "6 example pages" in capsys.readouterr().out
+    for file in ASTRONOMY[:5]:
+        (folder / file.name).unlink()
+    assert main(args) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "need at least 2 example pages with text, got 1" in err
+    assert f"{folder / 'photo.html'}: not text" in err and f"{folder / 'blank.html'}: no word" in err
+
+
 # ---------------------------------------------------------------------- scrapy crawl focused -a examples=
 
 

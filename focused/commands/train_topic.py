@@ -183,6 +183,7 @@ def read_positives(specs: list[str], sources: list[str], policy: object) -> Exam
             f"{', '.join(missing[:3])}{more}"
         )
     found.bodies.extend(pages[u] for u in listed)
+    found.names.extend(listed)
     return found
 
 

@@ -3,7 +3,8 @@
 Scrapy-free; shared by ``focused train-topic`` and ``scrapy crawl focused -a examples=...``
 (:func:`prepare_crawl`). The examples are a folder of ``.html``/``.txt`` pages, comma-separated URLs,
 or a file listing URLs or paths one a line (``#`` starts a comment; a path is relative to the file's
-folder); any other file is one example page. URLs are fetched once, with the crawl's address rules
+folder); any other file is one example page (skipped, with a warning, if it is not text or has no word:
+:func:`example_texts`). URLs are fetched once, with the crawl's address rules
 (:class:`~focused.addresses.AddressPolicy` from ``FOCUSED_ALLOW_INTERNAL``: an internal address is refused
 unless allowed, redirects included). The background (WebKB and Wikispeedia by default, from the corpora
 folder, ``$FOCUSED_CORPORA``; :mod:`focused.core.background`) is unlabelled data for the positive-unlabelled
@@ -23,7 +24,7 @@ import socket
 import urllib.error
 import urllib.request
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -38,6 +39,7 @@ from focused.learning.critic.examples import (
     TopicCritic,
     train_examples_critic,
 )
+from focused.page.binary import looks_binary
 from focused.page.text import is_page_type
 
 __all__ = ["Examples", "check_examples_spec", "prepare_crawl", "read_examples", "topic_name", "train_topic"]
@@ -57,6 +59,8 @@ class Examples:
 
     bodies: list[bytes]
     urls: list[str]
+    #: where each body came from (its file or URL), for the messages: as many as the bodies
+    names: list[str] = field(default_factory=list)
 
     def digest(self) -> str:
         """A hash of the examples' content (and URLs), in the order given."""
@@ -116,6 +120,7 @@ def read_examples(specs: Sequence[str], *, policy: AddressPolicy | None = None, 
     """The pages of ``specs`` (each a folder, a file, a listing or comma-separated URLs); URLs are fetched
     (without ``fetch_urls`` only listed: the caller finds their pages elsewhere)."""
     bodies: list[bytes] = []
+    names: list[str] = []
     urls: list[str] = []
     for spec in specs:
         listed = _is_urls(spec)
@@ -130,21 +135,25 @@ def read_examples(specs: Sequence[str], *, policy: AddressPolicy | None = None, 
             if not files:
                 raise ConfigError(f"{spec}: the folder holds no example pages")
             bodies.extend(p.read_bytes() for p in files)
+            names.extend(map(str, files))
             continue
         lines = _listing(path)
         if lines is None:
             bodies.append(path.read_bytes())
+            names.append(str(path))
             continue
         for line in lines:
             if _URL_RE.match(line):
                 urls.append(line)
             else:
                 bodies.append((path.parent / line).read_bytes())
+                names.append(str(path.parent / line))
     urls = list(dict.fromkeys(urls))  # a URL given twice is one example
     if fetch_urls:
         policy = policy or AddressPolicy()
         bodies.extend(fetch(url, policy) for url in urls)
-    return Examples(bodies, urls)
+        names.extend(urls)
+    return Examples(bodies, urls, names)
 
 
 class _Redirects(urllib.request.HTTPRedirectHandler):
@@ -253,7 +262,10 @@ def train_topic(
     """Train the critic of topic ``name`` from ``examples`` against ``background`` (one-line ConfigError); with
     ``cache``, the shipped corpora's texts are kept in that folder (:func:`~focused.core.background.corpus_texts`)."""
     texts = example_texts(examples)
-    negative_texts = _texts(negatives)
+    skipped: list[str] = []
+    negative_texts = _texts(negatives, (), skipped, what="negative page")
+    for reason in skipped:
+        logger.warning("Skipped %s", reason)
     if cache is not None and any(source in BACKGROUNDS for source in background):  # the long part: said before it
         logger.info(
             "Topic %r: training a critic from %d examples against %s (the corpora's texts kept in %s)",
@@ -274,18 +286,40 @@ def train_topic(
 
 
 def example_texts(examples: Examples) -> list[str]:
-    """The examples' visible texts, those with a word; ConfigError (one line) for fewer than the critic needs."""
-    texts = _texts(examples.bodies)
+    """The examples' visible texts, those with a word; ConfigError (one line) for fewer than the critic needs.
+    A body that is not text (a PDF or an image saved as ``.html``), or has no word, is skipped with a warning
+    that names it."""
+    skipped: list[str] = []
+    texts = _texts(examples.bodies, examples.names, skipped)
     if len(texts) < MIN_POSITIVES:
-        raise ConfigError(f"need at least {MIN_POSITIVES} example pages with text, got {len(texts)}")
+        why = f" ({'; '.join(skipped)})" if skipped else ""
+        raise ConfigError(f"need at least {MIN_POSITIVES} example pages with text, got {len(texts)}{why}")
+    for reason in skipped:
+        logger.warning("Skipped example %s", reason)
     return texts
 
 
-def _texts(bodies: Sequence[bytes]) -> list[str]:
-    """The visible texts of pages, those with a word."""
+def _texts(
+    bodies: Sequence[bytes], names: Sequence[str] = (), skipped: list[str] | None = None, what: str = "page"
+) -> list[str]:
+    """The visible texts of pages, those that are text and have a word; why each other page was left out goes
+    to ``skipped`` (naming it by ``names`` when there is one per body)."""
     from focused.page.text import html_to_text
 
-    return [t for t in (html_to_text(b) for b in bodies) if t.split()]
+    texts: list[str] = []
+    for i, body in enumerate(bodies):
+        name = names[i] if len(names) == len(bodies) else f"{what} {i + 1}"
+        if looks_binary(body, "utf-8"):  # the crawl's rule for a response; a file has no declared encoding
+            reason = f"{name}: not text"
+        else:
+            text = html_to_text(body)
+            if text.split():
+                texts.append(text)
+                continue
+            reason = f"{name}: no word"
+        if skipped is not None:
+            skipped.append(reason)
+    return texts
 
 
 def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
