@@ -429,19 +429,33 @@ def test_a_crawl_with_an_unreachable_example_url_stops_with_one_line(tmp_path, b
     assert "HTTP 404" in proc.stderr and "Traceback" not in proc.stderr
 
 
-def test_an_example_url_that_is_not_a_page_is_refused_in_one_line(tmp_path, background, capsys):
-    """A PDF (or image) among the example URLs: its bytes would be an example's words; the crawl skips such
-    responses, and so does the reader of examples, in one line."""
-    pages = {
-        "/a.html": (200, HTML, ASTRONOMY[0].read_bytes()),
-        "/paper.pdf": (200, [("Content-Type", "application/pdf")], b"%PDF-1.4 \x00\x01 stream"),
-    }
+def test_an_example_url_that_is_not_a_page_or_is_gone_is_left_out_and_named(tmp_path, background, capsys, caplog):
+    """A PDF (or image) among the example URLs would give the critic its bytes as words, and one dead link among
+    many is the live web: each is left out with a warning naming it, and the critic learns from the others; with
+    too few left, the one-line error names them. An internal address stays refused outright."""
+    pages = {f"/{f.name}": (200, HTML, f.read_bytes()) for f in ASTRONOMY[:3]}
+    pages["/paper.pdf"] = (200, [("Content-Type", "application/pdf")], b"%PDF-1.4 \x00\x01 stream")
+    pages["/moved.html"] = (302, [("Location", "http://169.254.169.254/latest/meta-data/")], b"")
+    out = tmp_path / "x.npz"
     with LocalServer(pages) as web:
-        urls = f"{web.url}/a.html,{web.url}/paper.pdf"
-        base = ["train-topic", "--positive", urls, "--background", str(background), "--out", str(tmp_path / "x.npz")]
-        assert main([*base, "--allow-internal", web.allow]) == 1
-    err = capsys.readouterr().err
-    assert f"{web.url}/paper.pdf: application/pdf is not a page (HTML or plain text)" in err and err.count("\n") == 1
+        good = [f"{web.url}/{f.name}" for f in ASTRONOMY[:3]]
+        pdf, gone = f"{web.url}/paper.pdf", f"{web.url}/gone.html"
+        base = ["train-topic", "--background", str(background), "--out", str(out), "--allow-internal", web.allow]
+        assert main([*base, "--positive", ",".join([*good, pdf, gone])]) == 0, capsys.readouterr().err
+        warned = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert f"Skipped example URL {pdf}: application/pdf is not a page (HTML or plain text)" in warned
+        assert f"Skipped example URL {gone}: HTTP 404" in warned
+        assert "3 example pages" in capsys.readouterr().out
+        assert main([*base, "--positive", f"{good[0]},{pdf}"]) == 1
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "need at least 2 example pages with text, got 1" in err
+        assert f"{pdf}: application/pdf is not a page (HTML or plain text)" in err
+        assert main([*base, "--positive", ",".join([*good, f"{web.url}/moved.html"])]) == 1  # a redirect inside
+        err = capsys.readouterr().err
+        assert "169.254.169.254 is an internal address" in err and err.count("\n") == 1
+        assert main(["train-topic", "--background", str(background), "--out", str(out), "--positive", ",".join(good)])
+        err = capsys.readouterr().err  # without --allow-internal: the loopback address is refused, nothing fetched
+        assert "internal address" in err and err.count("\n") == 1
 
 
 def test_an_example_url_given_twice_is_one_example():

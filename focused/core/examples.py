@@ -3,12 +3,13 @@
 Scrapy-free; shared by ``focused train-topic`` and ``scrapy crawl focused -a examples=...``
 (:func:`prepare_crawl`). The examples are a folder of ``.html``/``.txt`` pages, comma-separated URLs,
 or a file listing URLs or paths one a line (``#`` starts a comment; a path is relative to the file's
-folder); any other file is one example page (skipped, with a warning, if it is not text or has no word:
+folder); any other file is one example page (left out, with a warning, if it is not text or has no word:
 :func:`example_texts`). URLs are fetched once, with the crawl's address rules
 (:class:`~focused.addresses.AddressPolicy` from ``FOCUSED_ALLOW_INTERNAL``: an internal address is refused
-unless allowed, redirects included). The background (WebKB and Wikispeedia by default, from the corpora
-folder, ``$FOCUSED_CORPORA``; :mod:`focused.core.background`) is unlabelled data for the positive-unlabelled
-critic (:func:`~focused.learning.critic.examples.train_examples_critic`).
+unless allowed, redirects included); a URL that gives no page (:class:`Unavailable`) is left out with a
+warning. The background (WebKB and Wikispeedia by default, from the corpora folder, ``$FOCUSED_CORPORA``;
+:mod:`focused.core.background`) is unlabelled data for the positive-unlabelled critic
+(:func:`~focused.learning.critic.examples.train_examples_critic`).
 
 A crawl's critic is cached under ``FOCUSED_EXAMPLES_CACHE`` by a hash of the examples' content, the
 topic name, the background and the recipe: a resumed crawl, or a second worker on the same machine,
@@ -61,6 +62,8 @@ class Examples:
     urls: list[str]
     #: where each body came from (its file or URL), for the messages: as many as the bodies
     names: list[str] = field(default_factory=list)
+    #: the example URLs that could not be had, and why (:class:`Unavailable`): left out, with a warning
+    skipped: list[str] = field(default_factory=list)
 
     def digest(self) -> str:
         """A hash of the examples' content (and URLs), in the order given."""
@@ -149,11 +152,23 @@ def read_examples(specs: Sequence[str], *, policy: AddressPolicy | None = None, 
                 bodies.append((path.parent / line).read_bytes())
                 names.append(str(path.parent / line))
     urls = list(dict.fromkeys(urls))  # a URL given twice is one example
+    skipped: list[str] = []
     if fetch_urls:
         policy = policy or AddressPolicy()
-        bodies.extend(fetch(url, policy) for url in urls)
-        names.extend(urls)
-    return Examples(bodies, urls, names)
+        for url in urls:  # an address the crawl would refuse is refused here, before anything is fetched
+            check_address(url, policy)
+        for url in urls:  # one dead example of many is the live web, not bad input: it is left out
+            try:
+                bodies.append(fetch(url, policy))
+            except Unavailable as exc:
+                skipped.append(str(exc))
+                continue
+            names.append(url)
+    return Examples(bodies, urls, names, skipped)
+
+
+class Unavailable(ConfigError):
+    """An example URL that could be asked for but gave no page (an HTTP error, no answer, not a page)."""
 
 
 class _Redirects(urllib.request.HTTPRedirectHandler):
@@ -221,13 +236,15 @@ def fetch(url: str, policy: AddressPolicy) -> bytes:
         with opener.open(request, timeout=FETCH_TIMEOUT) as response:
             content_type = response.headers.get("Content-Type", "")
             if not is_page_type(content_type):  # as the crawl skips it: a PDF's bytes are no example's words
-                raise ConfigError(f"example URL {url}: {content_type} is not a page (HTML or plain text)")
+                raise Unavailable(f"example URL {url}: {content_type} is not a page (HTML or plain text)")
             return bytes(response.read(MAX_BYTES))
+    except ConfigError:  # not a page (Unavailable), or a redirect to an address the crawl refuses: as it is
+        raise
     except urllib.error.HTTPError as exc:
-        raise ConfigError(f"example URL {url}: HTTP {exc.code}") from None
+        raise Unavailable(f"example URL {url}: HTTP {exc.code}") from None
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
-        raise ConfigError(f"example URL {url}: cannot fetch it ({reason})") from None
+        raise Unavailable(f"example URL {url}: cannot fetch it ({reason})") from None
 
 
 # ---------------------------------------------------------------------- one call for a crawl
@@ -289,18 +306,18 @@ def example_texts(examples: Examples) -> list[str]:
     """The examples' visible texts, those with a word; ConfigError (one line) for fewer than the critic needs.
     A body that is not text (a PDF or an image saved as ``.html``), or has no word, is skipped with a warning
     that names it."""
-    skipped: list[str] = []
+    skipped = list(examples.skipped)
     texts = _texts(examples.bodies, examples.names, skipped)
     if len(texts) < MIN_POSITIVES:
         why = f" ({'; '.join(skipped)})" if skipped else ""
         raise ConfigError(f"need at least {MIN_POSITIVES} example pages with text, got {len(texts)}{why}")
     for reason in skipped:
-        logger.warning("Skipped example %s", reason)
+        logger.warning("Skipped %s", reason)
     return texts
 
 
 def _texts(
-    bodies: Sequence[bytes], names: Sequence[str] = (), skipped: list[str] | None = None, what: str = "page"
+    bodies: Sequence[bytes], names: Sequence[str] = (), skipped: list[str] | None = None, what: str = "example"
 ) -> list[str]:
     """The visible texts of pages, those that are text and have a word; why each other page was left out goes
     to ``skipped`` (naming it by ``names`` when there is one per body)."""
@@ -308,15 +325,15 @@ def _texts(
 
     texts: list[str] = []
     for i, body in enumerate(bodies):
-        name = names[i] if len(names) == len(bodies) else f"{what} {i + 1}"
+        name = names[i] if len(names) == len(bodies) else str(i + 1)
         if looks_binary(body, "utf-8"):  # the crawl's rule for a response; a file has no declared encoding
-            reason = f"{name}: not text"
+            reason = f"{what} {name}: not text"
         else:
             text = html_to_text(body)
             if text.split():
                 texts.append(text)
                 continue
-            reason = f"{name}: no word"
+            reason = f"{what} {name}: no word"
         if skipped is not None:
             skipped.append(reason)
     return texts
