@@ -51,6 +51,26 @@ def test_a_full_table_starts_afresh_and_a_text_too_large_for_it_gets_none() -> N
     assert lengths.tolist() == [8, 6]
 
 
+def test_long_texts_are_looked_up_and_hashed_a_piece_at_a_time_to_the_same_values(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A text of many words is looked up, and its new words hashed, a piece at a time (each piece a loop in C that
+    holds the GIL; the reactor's thread runs between pieces): the same values as in one piece."""
+    from focused.page import hashing
+
+    text = " ".join(TEXTS * 5 + [f"w{i}x" for i in range(40)] + TEXTS)
+    ids = FeatureIds(2**20)
+    whole = WordTable().tokens(text, [("spell", *WORDS), ("ids", ids.uncached_array, np.int64)])
+    strings = [f"s{i}@{i % 11}" for i in range(23)]
+    one_piece = ids.uncached_array(strings)
+    monkeypatch.setattr(wordtable, "LOOKUP_CHUNK", 7)
+    monkeypatch.setattr(hashing, "HASH_CHUNK", 5)
+    pieces = WordTable().tokens(text, [("spell", *WORDS), ("ids", ids.uncached_array, np.int64)])
+    assert list(pieces[0]) == list(whole[0]) and pieces[1].tolist() == whole[1].tolist()
+    assert ids.uncached_array(strings).tolist() == one_piece.tolist() == [ids._one(f) for f in strings]
+    assert ids.uncached_array(iter(strings)).tolist() == one_piece.tolist()  # any iterable, as before
+
+
 def test_many_texts_at_once_are_each_texts_tokens_with_its_index() -> None:
     table = WordTable()
     texts = [*TEXTS, "with\x01the mark", "", "x", "last one"]

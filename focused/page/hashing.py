@@ -23,6 +23,9 @@ from mmh3 import hash as _murmurhash3_32
 
 #: Distinct strings whose ids one :class:`FeatureIds` remembers (about 150 bytes each).
 MAX_CACHED = 250_000
+#: Strings hashed in one call of the C hash over them: the call holds the GIL, so a page of a hundred thousand
+#: new words is hashed a piece at a time, letting the reactor's thread run between pieces.
+HASH_CHUNK = 32_768
 _INT32_MIN = -(2**31)
 
 
@@ -44,7 +47,16 @@ class FeatureIds:
         """:meth:`uncached` as an int64 array: a hash per string, the rest in numpy (a Python step per
         string was most of the cost of the link features' new words)."""
         # scikit-learn's murmurhash3_32(f, seed=0): signed, UTF-8 (mmh3.hash's defaults)
-        hashes = np.fromiter(map(_murmurhash3_32, features), dtype=np.int64)
+        strings = features if isinstance(features, list) else list(features)
+        if len(strings) <= HASH_CHUNK:
+            hashes = np.fromiter(map(_murmurhash3_32, strings), dtype=np.int64, count=len(strings))
+        else:
+            hashes = np.concatenate(
+                [
+                    np.fromiter(map(_murmurhash3_32, strings[i : i + HASH_CHUNK]), dtype=np.int64)
+                    for i in range(0, len(strings), HASH_CHUNK)
+                ]
+            )
         out = np.abs(hashes) % self.n_features
         out[hashes == _INT32_MIN] = self._overflow_id  # scikit-learn's rule for the one value abs() overflows
         return out

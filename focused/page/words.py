@@ -34,6 +34,10 @@ __all__ = ["WordTable", "hashed_counts", "page_tokens", "word_table"]
 #: afresh when full. An encyclopedia crawl meets ~130,000 in 1,500 pages.
 MAX_WORDS = 250_000
 
+#: Words looked up in one call (a loop in C, which holds the GIL): a text of hundreds of thousands of words is
+#: looked up a piece at a time, so that the process's other threads (the reactor's) run between pieces.
+LOOKUP_CHUNK = 65_536
+
 #: A column's values for new words: called with the words (in table order), returns one value each.
 Compute = Callable[[list[str]], Iterable[Any]]
 
@@ -91,17 +95,23 @@ class WordTable:
     def _rows(self, words: list[str]) -> np.ndarray | None:
         where = self._row
         # one look-up a word; new words (a few dozen a page once warm) come out -1 and are looked up again
-        found = np.array(list(map(where.get, words, repeat(-1, len(words)))), dtype=np.intp)
+        found = np.concatenate(
+            [
+                np.array(list(map(where.get, piece, repeat(-1, len(piece)))), dtype=np.intp)
+                for piece in (words[i : i + LOOKUP_CHUNK] for i in range(0, max(len(words), 1), LOOKUP_CHUNK))
+            ]
+        )
         missing = np.flatnonzero(found < 0).tolist()
         if missing:
-            new = {words[i] for i in missing}
+            # numbered in the text's order (no set's order, and no sort in C holding the GIL for a long text)
+            new = dict.fromkeys(words[i] for i in missing)
             if len(new) > self.max_words:
                 return None
             if len(where) + len(new) > self.max_words:
                 self._clear()
-                new = set(words).difference(where)
+                new = dict.fromkeys(word for word in words if word not in where)
                 missing = list(range(len(words)))
-            self._add(sorted(new))  # sorted: the numbering does not depend on the set's order
+            self._add(list(new))
             found[missing] = [where[words[i]] for i in missing]
         return found
 

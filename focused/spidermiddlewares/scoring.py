@@ -35,6 +35,9 @@ SCORE_META_KEY = "focused_score"
 PARSED_META_KEY = "focused_parsed"
 #: A page with more links than this is scored in a worker thread, so that the reactor goes on meanwhile...
 THREAD_LINKS = 500
+#: ...as is a page whose HTML is longer than this (its links' anchor texts and the leaves around them may be
+#: as much to read as thousands of links)...
+THREAD_HTML_CHARS = 200_000
 #: ...and its requests are scheduled this many per reactor turn (about 30 ms of work).
 SCHEDULE_CHUNK = 100
 #: The critic judges a longer visible text in a worker thread.
@@ -74,7 +77,7 @@ class LinkScoringMiddleware:
         return cls(crawler)
 
     async def process_spider_output(self, response: Response, result: AsyncIterator[Any]) -> AsyncIterator[Any]:
-        item: PageItem | None = None
+        content: tuple[str, str] | None = None  # the page item's text and HTML as they came (the pipeline drops them)
         requests: list[Request] = []
         async for obj in result:
             if isinstance(obj, Request):
@@ -85,20 +88,21 @@ class LinkScoringMiddleware:
                     await _next_turn()
                 continue
             if isinstance(obj, PageItem) and obj.url == response.url:
-                item = obj
+                content = (obj.text or "", obj.html or "")
                 if len(obj.text or "") > THREAD_TEXT_CHARS:  # the critic's verdict, memoised for the pipeline
                     await maybe_deferred_to_future(deferToThread(self.runtime.judge, obj.url, obj.text or ""))
             yield obj
         parsed = response.meta.pop(PARSED_META_KEY, None)
         if not requests:
             return
-        if len(requests) <= THREAD_LINKS:
-            for request in self._for_the_engine(response, self._score(response, item, requests, parsed), merge=True):
+        html = content[1] if content is not None else response.text if isinstance(response, TextResponse) else ""
+        if len(requests) <= THREAD_LINKS and len(html) <= THREAD_HTML_CHARS:
+            for request in self._for_the_engine(response, self._score(response, content, requests, parsed), merge=True):
                 yield request
             return
-        # a page of thousands of links: scored off the reactor thread, sifted (take_early) and scheduled a chunk
-        # per reactor turn (no merges here: they go the engine's way, chunked with the rest)
-        scored = await maybe_deferred_to_future(deferToThread(self._score, response, item, requests, parsed))
+        # a page of thousands of links, or a long one: scored off the reactor thread, sifted (take_early) and
+        # scheduled a chunk per reactor turn (no merges here: they go the engine's way, chunked with the rest)
+        scored = await maybe_deferred_to_future(deferToThread(self._score, response, content, requests, parsed))
         for start in range(0, len(scored), SCHEDULE_CHUNK):
             if start:
                 await _next_turn()
@@ -123,12 +127,12 @@ class LinkScoringMiddleware:
         return out
 
     def _score(
-        self, response: Response, item: PageItem | None, requests: list[Request], parsed: ParsedPage | None
+        self, response: Response, content: tuple[str, str] | None, requests: list[Request], parsed: ParsedPage | None
     ) -> list[Request]:
-        if item is not None:
-            text = item.text or ""
-            verdict = self.runtime.judge(item.url, text)
-            html = item.html or ""
+        """Score the links: ``content`` is the page item's text and HTML (None: no item, the response is read)."""
+        if content is not None:
+            text, html = content
+            verdict = self.runtime.judge(response.url, text)
         else:
             html = response.text if isinstance(response, TextResponse) else ""
             parsed = parse_page(html)
