@@ -379,6 +379,49 @@ def test_a_crawl_from_a_folder_of_examples_judges_the_site(tmp_path, background)
     assert min(astronomy) >= THRESHOLD and max(cooking) < THRESHOLD
 
 
+def test_a_critic_from_live_example_urls_is_found_again_without_fetching_them(tmp_path, background):
+    """A live page changes between fetches (a date, an advert): the cached critic is named by the example URLs,
+    not their pages, so a resumed crawl or a second worker finds the critic the first one trained, and fetches
+    nothing; example files are still named by their content (an edited file trains again)."""
+    from scrapy.settings import Settings
+
+    from focused.core.examples import prepare_crawl
+
+    served = [0]
+
+    def page(path: str):
+        name = path.rsplit("/", 1)[-1]
+        if not any(f.name == name for f in ASTRONOMY[:6]):
+            return None
+        served[0] += 1  # the page as a live site serves it: a little different every time
+        body = (DATA / "astronomy" / name).read_bytes()
+        return 200, HTML, body.replace(b"</body>", f"<p>served {served[0]}</p></body>".encode())
+
+    with LocalServer(page) as web:
+        urls = ",".join(f"{web.url}/astronomy/{f.name}" for f in ASTRONOMY[:6])
+        settings = Settings(
+            {
+                "FOCUSED_EXAMPLES": urls,
+                "FOCUSED_EXAMPLES_BACKGROUND": str(background),
+                "FOCUSED_EXAMPLES_CACHE": str(tmp_path / "cache"),
+                "FOCUSED_ALLOW_INTERNAL": web.allow,
+            }
+        )
+        first, _, trained = prepare_crawl(settings)
+        assert trained and len(web.hits) == 6
+        again, _, trained_again = prepare_crawl(settings)
+        assert again == first and not trained_again and len(web.hits) == 6  # found, nothing fetched
+    folder = tmp_path / "files"
+    folder.mkdir()
+    for file in ASTRONOMY[:6]:
+        (folder / file.name).write_bytes(file.read_bytes())
+    settings.set("FOCUSED_EXAMPLES", str(folder))
+    from_files, _, _ = prepare_crawl(settings)
+    (folder / ASTRONOMY[0].name).write_bytes(ASTRONOMY[0].read_bytes().replace(b"</body>", b"<p>edited</p></body>"))
+    edited, _, trained = prepare_crawl(settings)
+    assert trained and edited != from_files
+
+
 @pytest.mark.parametrize(
     ("examples", "extra", "message"),
     [

@@ -11,9 +11,10 @@ warning. The background (WebKB and Wikispeedia by default, from the corpora fold
 :mod:`focused.core.background`) is unlabelled data for the positive-unlabelled critic
 (:func:`~focused.learning.critic.examples.train_examples_critic`).
 
-A crawl's critic is cached under ``FOCUSED_EXAMPLES_CACHE`` by a hash of the examples' content, the
-topic name, the background and the recipe: a resumed crawl, or a second worker on the same machine,
-loads it instead of training again.
+A crawl's critic is cached under ``FOCUSED_EXAMPLES_CACHE`` by a hash of the example files' content and the
+example URLs (not their pages, which change between fetches on the live web), the topic name, the background
+and the recipe: a resumed crawl, or a second worker on the same machine, loads it instead of training again,
+without fetching the example URLs.
 """
 
 from __future__ import annotations
@@ -43,7 +44,15 @@ from focused.learning.critic.examples import (
 from focused.page.binary import looks_binary
 from focused.page.text import is_page_type
 
-__all__ = ["Examples", "check_examples_spec", "prepare_crawl", "read_examples", "topic_name", "train_topic"]
+__all__ = [
+    "Examples",
+    "check_examples_spec",
+    "fetch_examples",
+    "prepare_crawl",
+    "read_examples",
+    "topic_name",
+    "train_topic",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -152,19 +161,24 @@ def read_examples(specs: Sequence[str], *, policy: AddressPolicy | None = None, 
                 bodies.append((path.parent / line).read_bytes())
                 names.append(str(path.parent / line))
     urls = list(dict.fromkeys(urls))  # a URL given twice is one example
-    skipped: list[str] = []
+    examples = Examples(bodies, urls, names)
     if fetch_urls:
-        policy = policy or AddressPolicy()
-        for url in urls:  # an address the crawl would refuse is refused here, before anything is fetched
-            check_address(url, policy)
-        for url in urls:  # one dead example of many is the live web, not bad input: it is left out
-            try:
-                bodies.append(fetch(url, policy))
-            except Unavailable as exc:
-                skipped.append(str(exc))
-                continue
-            names.append(url)
-    return Examples(bodies, urls, names, skipped)
+        fetch_examples(examples, policy or AddressPolicy())
+    return examples
+
+
+def fetch_examples(examples: Examples, policy: AddressPolicy) -> None:
+    """Fetch the example URLs into ``examples`` (their bodies after the files'); one that gives no page is left
+    out, noted in ``examples.skipped``. An address the crawl would refuse stops it before anything is fetched."""
+    for url in examples.urls:
+        check_address(url, policy)
+    for url in examples.urls:  # one dead example of many is the live web, not bad input: it is left out
+        try:
+            examples.bodies.append(fetch(url, policy))
+        except Unavailable as exc:
+            examples.skipped.append(str(exc))
+            continue
+        examples.names.append(url)
 
 
 class Unavailable(ConfigError):
@@ -357,7 +371,10 @@ def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
         policy = AddressPolicy.from_setting(setting(settings, "FOCUSED_ALLOW_INTERNAL"))
     except AllowListError as exc:
         raise ConfigError(str(exc)) from exc
-    examples = read_examples([spec], policy=policy)
+    # the cache is named by the example files' content and the example URLs, not the URLs' pages: a live page
+    # changes between fetches (a date, an advert), and a resumed crawl or a second worker must find the critic
+    # the first one trained, without fetching the examples again
+    examples = read_examples([spec], policy=policy, fetch_urls=False)
     key = hashlib.sha256(
         "\n".join([RECIPE, examples.digest(), name, background_key(background), str(limit), str(seed)]).encode()
     ).hexdigest()[:16]
@@ -370,6 +387,7 @@ def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
         else:
             logger.info("Topic %r: the critic trained from these examples before (%s)", name, path)
             return path, name, False
+    fetch_examples(examples, policy)
     cache = f"FOCUSED_EXAMPLES_CACHE={setting(settings, 'FOCUSED_EXAMPLES_CACHE')}"
     try:  # before the training: a folder the critic cannot go to is one line now, not a traceback in a minute
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -272,9 +272,10 @@ FOCUSED_PAGE_TIME_BUDGET = 30.0
 #: URLs, or a file listing URLs or paths one a line. The crawl trains a critic from them at start (the topic is
 #: ``-a topic=NAME``, else the folder's or file's name) and, without seeds, starts from their URLs. Empty: none.
 FOCUSED_EXAMPLES = ""
-#: Where critics trained from examples are kept, named by a hash of the examples' content: a resumed crawl or a
-#: second worker on the same machine reuses the file instead of training again. The shipped corpora's pages are
-#: kept there as text too, read by the next critic instead of the corpora.
+#: Where critics trained from examples are kept, named by a hash of the example files' content and the example
+#: URLs (not their pages, which change between fetches): a resumed crawl or a second worker on the same machine
+#: reuses the file instead of training again, without fetching the URLs. The shipped corpora's pages are kept
+#: there as text too, read by the next critic instead of the corpora.
 FOCUSED_EXAMPLES_CACHE = "crawls/examples"
 #: The unlabelled background of a critic from examples, comma-separated: ``webkb``, ``wiki`` (the corpora folder,
 #: ``$FOCUSED_CORPORA``), folders of pages, crawl databases or WARC files (pages of the kind the crawl will meet).
