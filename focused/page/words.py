@@ -30,9 +30,10 @@ from focused.page.text import MARK, find_words, tokenize, words_of_many
 
 __all__ = ["WordTable", "hashed_counts", "page_tokens", "word_table"]
 
-#: Distinct words one table numbers (a dict entry and a few array cells each, ~150 bytes: 40 MB);
-#: afresh when full. An encyclopedia crawl meets ~130,000 in 1,500 pages.
-MAX_WORDS = 250_000
+#: Distinct words one table numbers (a dict entry and a few array cells each); afresh when full, every thousand
+#: or so pages of an encyclopedia crawl, whose next pages' words are numbered and hashed again: less memory held
+#: for about the same CPU (docs/results.md, "Memory of the 3,000-page default crawl").
+MAX_WORDS = 100_000
 
 #: Words looked up in one call (a loop in C, which holds the GIL): a text of hundreds of thousands of words is
 #: looked up a piece at a time, so that the process's other threads (the reactor's) run between pieces.
