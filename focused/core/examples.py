@@ -174,7 +174,7 @@ def fetch_examples(examples: Examples, policy: AddressPolicy) -> None:
         check_address(url, policy)
     for url in examples.urls:  # one dead example of many is the live web, not bad input: it is left out
         try:
-            examples.bodies.append(fetch(url, policy))
+            examples.bodies.append(_fetch(url, policy))
         except Unavailable as exc:
             examples.skipped.append(str(exc))
             continue
@@ -241,9 +241,9 @@ def _through_proxy(scheme: str, host: str) -> bool:
     return scheme.lower() in urllib.request.getproxies() and not urllib.request.proxy_bypass(host)
 
 
-def fetch(url: str, policy: AddressPolicy) -> bytes:
-    """The body of one example URL (ConfigError, one line, when it cannot be had)."""
-    check_address(url, policy)
+def _fetch(url: str, policy: AddressPolicy) -> bytes:
+    """The body of one example URL whose address the caller checked (:func:`check_address`); its redirects are
+    checked here. :class:`Unavailable` when it gives no page; ConfigError (one line) for a refused redirect."""
     opener = urllib.request.build_opener(_Redirects(policy))
     request = urllib.request.Request(url, headers={"User-Agent": "focused (examples)"})
     try:
@@ -293,8 +293,7 @@ def train_topic(
     """Train the critic of topic ``name`` from ``examples`` against ``background`` (one-line ConfigError); with
     ``cache``, the shipped corpora's texts are kept in that folder (:func:`~focused.core.background.corpus_texts`)."""
     texts = example_texts(examples)
-    skipped: list[str] = []
-    negative_texts = _texts(negatives, (), skipped, what="negative page")
+    negative_texts, skipped = _texts(negatives, (), what="negative page")
     for reason in skipped:
         logger.warning("Skipped %s", reason)
     if cache is not None and any(source in BACKGROUNDS for source in background):  # the long part: said before it
@@ -320,8 +319,8 @@ def example_texts(examples: Examples) -> list[str]:
     """The examples' visible texts, those with a word; ConfigError (one line) for fewer than the critic needs.
     A body that is not text (a PDF or an image saved as ``.html``), or has no word, is skipped with a warning
     that names it."""
-    skipped = list(examples.skipped)
-    texts = _texts(examples.bodies, examples.names, skipped)
+    texts, unread = _texts(examples.bodies, examples.names)
+    skipped = examples.skipped + unread
     if len(texts) < MIN_POSITIVES:
         why = f" ({'; '.join(skipped)})" if skipped else ""
         raise ConfigError(f"need at least {MIN_POSITIVES} example pages with text, got {len(texts)}{why}")
@@ -330,14 +329,13 @@ def example_texts(examples: Examples) -> list[str]:
     return texts
 
 
-def _texts(
-    bodies: Sequence[bytes], names: Sequence[str] = (), skipped: list[str] | None = None, what: str = "example"
-) -> list[str]:
-    """The visible texts of pages, those that are text and have a word; why each other page was left out goes
-    to ``skipped`` (naming it by ``names`` when there is one per body)."""
+def _texts(bodies: Sequence[bytes], names: Sequence[str], what: str = "example") -> tuple[list[str], list[str]]:
+    """The visible texts of pages, those that are text and have a word, and why each other page was left out
+    (naming it by ``names`` when there is one per body)."""
     from focused.page.text import html_to_text
 
     texts: list[str] = []
+    skipped: list[str] = []
     for i, body in enumerate(bodies):
         name = names[i] if len(names) == len(bodies) else str(i + 1)
         if looks_binary(body, "utf-8"):  # the crawl's rule for a response; a file has no declared encoding
@@ -348,9 +346,8 @@ def _texts(
                 texts.append(text)
                 continue
             reason = f"{what} {name}: no word"
-        if skipped is not None:
-            skipped.append(reason)
-    return texts
+        skipped.append(reason)
+    return texts, skipped
 
 
 def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
