@@ -4,11 +4,10 @@ Scrapy-free; shared by ``focused train-topic`` and ``scrapy crawl focused -a exa
 (:func:`prepare_crawl`). The examples are a folder of ``.html``/``.txt`` pages, comma-separated URLs,
 or a file listing URLs or paths one a line (``#`` starts a comment; a path is relative to the file's
 folder); any other file is one example page (left out, with a warning, if it is not text or has no word:
-:func:`example_texts`). URLs are fetched once, with the crawl's address rules
-(:class:`~focused.addresses.AddressPolicy` from ``FOCUSED_ALLOW_INTERNAL``: an internal address is refused
-unless allowed, redirects included); a URL that gives no page (:class:`Unavailable`) is left out with a
-warning. The background (WebKB and Wikispeedia by default, from the corpora folder, ``$FOCUSED_CORPORA``;
-:mod:`focused.core.background`) is unlabelled data for the positive-unlabelled critic
+:func:`example_texts`). URLs are fetched once, with the crawl's address rules (:mod:`focused.core.exampleurls`:
+an internal address is refused unless ``FOCUSED_ALLOW_INTERNAL`` allows it, redirects included); a URL that
+gives no page is left out with a warning. The background (WebKB and Wikispeedia by default, from the corpora
+folder, ``$FOCUSED_CORPORA``; :mod:`focused.core.background`) is unlabelled data for the positive-unlabelled critic
 (:func:`~focused.learning.critic.examples.train_examples_critic`).
 
 A crawl's critic is cached under ``FOCUSED_EXAMPLES_CACHE`` by a hash of the example files' content and the
@@ -22,17 +21,14 @@ from __future__ import annotations
 import hashlib
 import logging
 import re
-import socket
-import urllib.error
-import urllib.request
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlsplit
 
-from focused.addresses import AddressPolicy, AllowListError, allow_entry, parse_ip
+from focused.addresses import AddressPolicy, AllowListError
 from focused.core.background import BACKGROUNDS, background_key, check_background, folder_files, read_background
+from focused.core.exampleurls import Unavailable, check_address, fetch_page
 from focused.errors import ConfigError
 from focused.learning.critic.examples import (
     FROM_EXAMPLES,
@@ -42,7 +38,6 @@ from focused.learning.critic.examples import (
     train_examples_critic,
 )
 from focused.page.binary import looks_binary
-from focused.page.text import is_page_type
 
 __all__ = [
     "Examples",
@@ -56,9 +51,6 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
-#: Seconds to wait for one example URL, and the most bytes read of it.
-FETCH_TIMEOUT = 20.0
-MAX_BYTES = 5_000_000
 _URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 
@@ -71,7 +63,7 @@ class Examples:
     urls: list[str]
     #: where each body came from (its file or URL), for the messages: as many as the bodies
     names: list[str] = field(default_factory=list)
-    #: the example URLs that could not be had, and why (:class:`Unavailable`): left out, with a warning
+    #: the example URLs that gave no page, and why (:class:`~focused.core.exampleurls.Unavailable`): left out
     skipped: list[str] = field(default_factory=list)
 
     def digest(self) -> str:
@@ -174,91 +166,11 @@ def fetch_examples(examples: Examples, policy: AddressPolicy) -> None:
         check_address(url, policy)
     for url in examples.urls:  # one dead example of many is the live web, not bad input: it is left out
         try:
-            examples.bodies.append(_fetch(url, policy))
+            examples.bodies.append(fetch_page(url, policy))
         except Unavailable as exc:
             examples.skipped.append(str(exc))
             continue
         examples.names.append(url)
-
-
-class Unavailable(ConfigError):
-    """An example URL that could be asked for but gave no page (an HTTP error, no answer, not a page)."""
-
-
-class _Redirects(urllib.request.HTTPRedirectHandler):
-    """Follows a redirect only to an address the policy allows."""
-
-    def __init__(self, policy: AddressPolicy) -> None:
-        self.policy = policy
-
-    def redirect_request(self, req: Any, fp: Any, code: int, msg: str, headers: Any, newurl: str) -> Any:
-        check_address(newurl, self.policy)
-        return super().redirect_request(req, fp, code, msg, headers, newurl)
-
-
-def check_address(url: str, policy: AddressPolicy) -> None:
-    """ConfigError when ``url``'s host resolves to an address the crawl may not contact.
-
-    Fetched through a proxy (``http_proxy`` and the like, unless ``no_proxy`` names the host), the URL is
-    checked by name only, as the crawl checks its requests through a proxy: the proxy, which the operator
-    configured, connects and resolves names itself; an internal IP literal or ``localhost`` is still refused.
-    """
-    parts = urlsplit(url)
-    host = parts.hostname or ""
-    try:
-        port = parts.port or (443 if parts.scheme == "https" else 80)
-    except ValueError:
-        raise ConfigError(f"example URL {url}: bad port") from None
-    if policy.allows_name(host, port):
-        return
-    literal = parse_ip(host)
-    if literal is None and _through_proxy(parts.scheme, host):
-        if policy.refuses(host, None, port):  # a local name: localhost
-            raise _internal(url, host, "a local name")
-        return
-    if literal is not None:
-        addresses = [literal]
-    else:
-        try:
-            infos = socket.getaddrinfo(host, port, proto=socket.IPPROTO_TCP)
-        except OSError as exc:
-            raise ConfigError(f"example URL {url}: cannot resolve {host} ({exc})") from None
-        addresses = [ip for info in infos if (ip := parse_ip(str(info[4][0]))) is not None]
-    for ip in addresses:
-        if policy.refuses(host, ip, port):
-            raise _internal(url, host, ip)
-
-
-def _internal(url: str, host: str, what: object) -> ConfigError:
-    return ConfigError(
-        f"example URL {url}: {host} is an internal address ({what}); allow it with "
-        f"FOCUSED_ALLOW_INTERNAL={allow_entry(url)}"
-    )
-
-
-def _through_proxy(scheme: str, host: str) -> bool:
-    """Whether urllib sends a request for ``scheme://host`` to a proxy of the environment."""
-    return scheme.lower() in urllib.request.getproxies() and not urllib.request.proxy_bypass(host)
-
-
-def _fetch(url: str, policy: AddressPolicy) -> bytes:
-    """The body of one example URL whose address the caller checked (:func:`check_address`); its redirects are
-    checked here. :class:`Unavailable` when it gives no page; ConfigError (one line) for a refused redirect."""
-    opener = urllib.request.build_opener(_Redirects(policy))
-    request = urllib.request.Request(url, headers={"User-Agent": "focused (examples)"})
-    try:
-        with opener.open(request, timeout=FETCH_TIMEOUT) as response:
-            content_type = response.headers.get("Content-Type", "")
-            if not is_page_type(content_type):  # as the crawl skips it: a PDF's bytes are no example's words
-                raise Unavailable(f"example URL {url}: {content_type} is not a page (HTML or plain text)")
-            return bytes(response.read(MAX_BYTES))
-    except ConfigError:  # not a page (Unavailable), or a redirect to an address the crawl refuses: as it is
-        raise
-    except urllib.error.HTTPError as exc:
-        raise Unavailable(f"example URL {url}: HTTP {exc.code}") from None
-    except (urllib.error.URLError, OSError, ValueError) as exc:
-        reason = getattr(exc, "reason", exc)
-        raise Unavailable(f"example URL {url}: cannot fetch it ({reason})") from None
 
 
 # ---------------------------------------------------------------------- one call for a crawl
