@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from lxml import etree
 from scrapy.http import HtmlResponse
 
 from focused.analysis import worker
@@ -26,7 +27,7 @@ from focused.bench.runner import run_crawl
 from focused.crawldb import iter_pages
 from focused.learning.apprentice.features import decode_html, extract_link_features
 from focused.learning.apprentice.linkids import page_link_ids
-from focused.page.parse import parse_page
+from focused.page.parse import MAX_ATTRIBUTES, parse_page, prepare
 from focused.page.parsed import PageTooSlow
 from focused.page.stream import stream_page
 from tests.local_server import HTML, LocalServer, direct_crawl
@@ -131,6 +132,30 @@ def test_an_unjoinable_base_href_is_dropped_and_counted(base: str) -> None:
     assert links == ["http://a.test/x"]  # resolved against the page's own URL
     assert parsed.bad_base and parsed.bad_links == 1
     assert extract_link_features(html, BASE).urls == ["http://a.test/x"]
+
+
+def many_attributes(n: int, value: str = '"v"') -> str:
+    return " ".join(f"a{i}={value}" for i in range(n))
+
+
+def test_a_tag_keeps_its_first_attributes() -> None:
+    """libxml2's parse of a tag takes time in the square of its attributes: past MAX_ATTRIBUTES they are cut
+    before the parse (the first ones kept: the link's href), whatever their values hold."""
+    for value, bare in (('"v"', ""), ("'>'", ""), ('"<b>"', ""), ("v", ""), ("v", " b")):
+        tag_html = f"<a href=/m {many_attributes(5000, value)}{bare}>moon</a>"
+        html = f"<html><body><p>stars and planets</p>{tag_html}</body></html>"
+        prepared, _ = prepare(html)
+        tag = etree.fromstring(prepared, etree.HTMLParser()).find(".//a")
+        assert len(tag.attrib) == MAX_ATTRIBUTES and tag.get("href") == "/m" and tag.get("a254") is not None
+        page = parse_page(html)
+        assert [link[0] for link in page.links] == ["/m"]
+        assert page.text == parse_page("<p>stars and planets</p><a href=/m>moon</a>").text
+    for n in (MAX_ATTRIBUTES - 1, MAX_ATTRIBUTES):  # a tag of MAX_ATTRIBUTES or fewer is left as it is
+        html = f"<p>x</p><a href=/m {many_attributes(n - 1)}>moon</a><img {' '.join(f'b{i}' for i in range(n))}>"
+        assert prepare(html)[0] == html
+    # the cut stops where the tag does: text and tags after it are kept
+    html = f"<div {many_attributes(400)}>one</div><p>two <a href=/t>three</a></p>"
+    assert parse_page(html).text.split() == ["one", "two", "three"]
 
 
 # ---------------------------------------------------------------------- the time budget
