@@ -512,6 +512,28 @@ def test_an_example_url_given_twice_is_one_example():
     assert len(examples.bodies) == 1 and examples.urls == [url]
 
 
+def test_examples_are_decoded_as_the_crawl_decodes_their_pages(tmp_path):
+    """An example URL's page is decoded by the charset its Content-Type declares (the crawl's words, not
+    mojibake), and a file saved as UTF-16 with its byte-order mark is text, not a binary file."""
+    from scrapy.http import HtmlResponse
+
+    from focused.addresses import AddressPolicy
+    from focused.core.examples import example_texts, read_examples
+
+    page = "<html><body><p>Звёзды и планеты Солнечной системы</p></body></html>"
+    ru = [("Content-Type", "text/html; charset=windows-1251")]  # and no <meta>
+    folder = tmp_path / "saved"
+    folder.mkdir()
+    (folder / "a-utf16.html").write_bytes(page.encode("utf-16"))  # with its mark, as Windows saves "Unicode"
+    (folder / "b-utf8.html").write_bytes(page.encode("utf-8"))
+    with LocalServer({"/ru.html": (200, ru, page.encode("cp1251"))}) as web:
+        url = f"{web.url}/ru.html"
+        examples = read_examples([str(folder), url], policy=AddressPolicy.from_setting(web.allow))
+    crawl = html_to_text(HtmlResponse(url, body=page.encode("cp1251"), headers=dict(ru)).text)
+    assert "Звёзды и планеты" in crawl
+    assert example_texts(examples) == [crawl] * 3
+
+
 # ---------------------------------------------------------------------- the default background
 
 

@@ -123,7 +123,7 @@ def _run(args: argparse.Namespace) -> int:
         raise InputError(str(exc)) from exc
     start = time.perf_counter()
     examples = read_positives(args.positive, args.sources, policy)
-    negatives = read_positives(args.negative, args.sources, policy).bodies if args.negative else []
+    negatives = read_positives(args.negative, args.sources, policy) if args.negative else None
     backgrounds = args.background or list(BACKGROUNDS)
     try:
         check_background(backgrounds)

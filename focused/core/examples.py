@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from w3lib.encoding import read_bom
+
 from focused.addresses import AddressPolicy, AllowListError
 from focused.core.background import BACKGROUNDS, background_key, check_background, folder_files, read_background
 from focused.core.exampleurls import Unavailable, check_address, fetch_page
@@ -51,6 +53,9 @@ __all__ = [
 
 logger = logging.getLogger(__name__)
 
+#: How the examples' pages are read, part of the cache key (a critic from pages read otherwise is trained again):
+#: version 2 decodes a page by its byte-order mark, else by its ``Content-Type``'s charset.
+READING = "reading/2"
 _URL_RE = re.compile(r"^https?://\S+$", re.IGNORECASE)
 _NAME_RE = re.compile(r"^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$")
 
@@ -65,6 +70,9 @@ class Examples:
     names: list[str] = field(default_factory=list)
     #: the example URLs that gave no page, and why (:class:`~focused.core.exampleurls.Unavailable`): left out
     skipped: list[str] = field(default_factory=list)
+    #: the charset a fetched example's ``Content-Type`` declared, by its index in ``bodies``: its text is decoded
+    #: by it, as the crawl decodes the page
+    charsets: dict[int, str] = field(default_factory=dict)
 
     def digest(self) -> str:
         """A hash of the examples' content (and URLs), in the order given."""
@@ -166,10 +174,13 @@ def fetch_examples(examples: Examples, policy: AddressPolicy) -> None:
         check_address(url, policy)
     for url in examples.urls:  # one dead example of many is the live web, not bad input: it is left out
         try:
-            examples.bodies.append(fetch_page(url, policy))
+            body, charset = fetch_page(url, policy)
         except Unavailable as exc:
             examples.skipped.append(str(exc))
             continue
+        if charset:
+            examples.charsets[len(examples.bodies)] = charset
+        examples.bodies.append(body)
         examples.names.append(url)
 
 
@@ -198,14 +209,14 @@ def train_topic(
     max_background: int,
     seed: int,
     *,
-    negatives: Sequence[bytes] = (),
+    negatives: Examples | None = None,
     keywords: Sequence[str] = (),
     cache: Path | None = None,
 ) -> TopicCritic:
     """Train the critic of topic ``name`` from ``examples`` against ``background`` (one-line ConfigError); with
     ``cache``, the shipped corpora's texts are kept in that folder (:func:`~focused.core.background.corpus_texts`)."""
     texts = example_texts(examples)
-    negative_texts, skipped = _texts(negatives, (), what="negative page")
+    negative_texts, skipped = _texts(negatives, what="negative page") if negatives else ([], [])
     for reason in skipped:
         logger.warning("Skipped %s", reason)
     if cache is not None and any(source in BACKGROUNDS for source in background):  # the long part: said before it
@@ -231,7 +242,7 @@ def example_texts(examples: Examples) -> list[str]:
     """The examples' visible texts, those with a word; ConfigError (one line) for fewer than the critic needs.
     A body that is not text (a PDF or an image saved as ``.html``), or has no word, is skipped with a warning
     that names it."""
-    texts, unread = _texts(examples.bodies, examples.names)
+    texts, unread = _texts(examples)
     skipped = examples.skipped + unread
     if len(texts) < MIN_POSITIVES:
         why = f" ({'; '.join(skipped)})" if skipped else ""
@@ -241,19 +252,22 @@ def example_texts(examples: Examples) -> list[str]:
     return texts
 
 
-def _texts(bodies: Sequence[bytes], names: Sequence[str], what: str = "example") -> tuple[list[str], list[str]]:
+def _texts(examples: Examples, what: str = "example") -> tuple[list[str], list[str]]:
     """The visible texts of pages, those that are text and have a word, and why each other page was left out
-    (naming it by ``names`` when there is one per body)."""
+    (naming it by ``examples.names`` when there is one per body). A page is decoded by its byte-order mark, else
+    the charset its ``Content-Type`` declared, else its own declaration or a guess, as the crawl decodes it."""
     from focused.page.text import html_to_text
 
+    bodies, names = examples.bodies, examples.names
     texts: list[str] = []
     skipped: list[str] = []
     for i, body in enumerate(bodies):
         name = names[i] if len(names) == len(bodies) else str(i + 1)
-        if looks_binary(body, "utf-8"):  # the crawl's rule for a response; a file has no declared encoding
+        declared = examples.charsets.get(i)
+        if looks_binary(body, read_bom(body)[0] or declared or "utf-8"):  # the crawl's rule for a response
             reason = f"{what} {name}: not text"
         else:
-            text = html_to_text(body)
+            text = html_to_text(body, declared)
             if text.split():
                 texts.append(text)
                 continue
@@ -285,7 +299,9 @@ def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
     # the first one trained, without fetching the examples again
     examples = read_examples([spec], policy=policy, fetch_urls=False)
     key = hashlib.sha256(
-        "\n".join([RECIPE, examples.digest(), name, background_key(background), str(limit), str(seed)]).encode()
+        "\n".join(
+            [RECIPE, READING, examples.digest(), name, background_key(background), str(limit), str(seed)]
+        ).encode()
     ).hexdigest()[:16]
     path = project_path(setting(settings, "FOCUSED_EXAMPLES_CACHE")) / f"{name}-{key}.npz"
     if path.is_file():

@@ -16,7 +16,7 @@ from urllib.parse import urlsplit
 
 from focused.addresses import AddressPolicy, allow_entry, parse_ip
 from focused.errors import ConfigError
-from focused.page.text import is_page_type
+from focused.page.text import content_type_charset, is_page_type
 
 __all__ = ["Unavailable", "check_address", "fetch_page"]
 
@@ -85,9 +85,10 @@ def _through_proxy(scheme: str, host: str) -> bool:
     return scheme.lower() in urllib.request.getproxies() and not urllib.request.proxy_bypass(host)
 
 
-def fetch_page(url: str, policy: AddressPolicy) -> bytes:
-    """The body of one example URL whose address the caller checked (:func:`check_address`); its redirects are
-    checked here. :class:`Unavailable` when it gives no page; ConfigError (one line) for a refused redirect."""
+def fetch_page(url: str, policy: AddressPolicy) -> tuple[bytes, str | None]:
+    """The body of one example URL whose address the caller checked (:func:`check_address`), and the charset its
+    ``Content-Type`` declares (the crawl decodes the page by it); its redirects are checked here.
+    :class:`Unavailable` when it gives no page; ConfigError (one line) for a refused redirect."""
     opener = urllib.request.build_opener(_Redirects(policy))
     request = urllib.request.Request(url, headers={"User-Agent": "focused (examples)"})
     try:
@@ -95,7 +96,7 @@ def fetch_page(url: str, policy: AddressPolicy) -> bytes:
             content_type = response.headers.get("Content-Type", "")
             if not is_page_type(content_type):  # as the crawl skips it: a PDF's bytes are no example's words
                 raise Unavailable(f"example URL {url}: {content_type} is not a page (HTML or plain text)")
-            return bytes(response.read(MAX_BYTES))
+            return bytes(response.read(MAX_BYTES)), content_type_charset(content_type)
     except ConfigError:  # not a page (Unavailable), or a redirect to an address the crawl refuses: as it is
         raise
     except urllib.error.HTTPError as exc:

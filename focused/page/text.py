@@ -22,6 +22,8 @@ import re
 from collections.abc import Sequence
 from email.message import Message
 
+from w3lib.encoding import read_bom
+
 from focused.page.parse import parse_page
 
 __all__ = [
@@ -115,11 +117,15 @@ def _valid_codec(name: str | None) -> str | None:
 
 
 def decode_html(data: bytes, encoding: str | None = None) -> str:
-    """Decode page bytes: ``encoding``, a ``<meta>`` charset, UTF-8, then Latin-1.
+    """Decode page bytes: by their byte-order mark, else ``encoding``, a ``<meta>`` charset, UTF-8, then Latin-1.
 
-    The first candidate that decodes the bytes without error wins, so a wrong
-    declared charset falls through to the next one.
+    The mark wins over a declared charset, as in Scrapy's decoding of a response (a page saved as UTF-16 has
+    one). Otherwise the first candidate that decodes the bytes without error wins, so a wrong declared charset
+    falls through to the next one.
     """
+    bom, mark = read_bom(data)
+    if bom and mark:
+        return data[len(mark) :].decode(bom, "replace")
     candidates: list[str] = []
     for name in (encoding, _meta_charset(data), "utf-8"):
         codec = _valid_codec(name)
