@@ -265,11 +265,16 @@ def test_train_topic_fetches_example_urls_through_the_proxy_of_the_environment(
         ("ONE", "need at least 2 example pages"),
         ("EMPTY", "holds no example pages"),
         ("http://127.0.0.1:9/a.html", "internal address"),
+        ("TYPO", "line 4: 'eclipse.htm' is neither an http(s) URL nor a file"),
     ],
 )
 def test_train_topic_bad_input_is_one_line(tmp_path, background, capsys, positive, message):
     (tmp_path / "empty").mkdir()
-    positive = {"ONE": str(ASTRONOMY[0]), "EMPTY": str(tmp_path / "empty")}.get(positive, positive)
+    listing = tmp_path / "typo.txt"  # a listing with a typo is not one page of text ("need at least 2 examples")
+    listing.write_text(f"{ASTRONOMY[0]}\n# a comment\n{ASTRONOMY[1]}\neclipse.htm\n{ASTRONOMY[2]}\n")
+    positive = {"ONE": str(ASTRONOMY[0]), "EMPTY": str(tmp_path / "empty"), "TYPO": str(listing)}.get(
+        positive, positive
+    )
     args = ["train-topic", "--positive", positive, "--background", str(background), "--out", str(tmp_path / "x.npz")]
     assert main(args) == 1
     err = capsys.readouterr().err
@@ -510,6 +515,21 @@ def test_an_example_url_given_twice_is_one_example():
         examples = read_examples([f"{url},{url}"], policy=AddressPolicy.from_setting(web.allow))
         assert web.hits == ["/a.html"]
     assert len(examples.bodies) == 1 and examples.urls == [url]
+
+
+def test_a_listing_saved_with_a_byte_order_mark_is_a_listing(tmp_path):
+    """Windows' Notepad saves "UTF-8" with a byte-order mark and CRLF line ends: the listing was read as one page
+    of text (its first line was no path)."""
+    from focused.core.examples import check_examples_spec, read_examples
+
+    listing = tmp_path / "urls.txt"
+    listing.write_bytes(b"\xef\xbb\xbf" + b"\r\n".join(str(p).encode() for p in ASTRONOMY[:3]) + b"\r\n")
+    assert check_examples_spec(str(listing)) == 3
+    examples = read_examples([str(listing)])
+    assert examples.names == [str(p) for p in ASTRONOMY[:3]]
+    prose = tmp_path / "page.txt"  # a page of text that names a file on one line is a page, not a listing
+    prose.write_text(f"Comets and planets.\nSee also:\n{ASTRONOMY[0]}\nwhich tells of the moon.\n")
+    assert read_examples([str(prose)]).names == [str(prose)]
 
 
 def test_examples_are_decoded_as_the_crawl_decodes_their_pages(tmp_path):

@@ -90,18 +90,30 @@ def _is_urls(spec: str) -> list[str] | None:
 
 
 def _listing(path: Path) -> list[str] | None:
-    """The lines of a file listing URLs or paths (None: the file is a page itself)."""
+    """The lines of a file listing URLs or paths (None: the file is a page itself).
+
+    A file is a listing when at least half of its lines (comments and blank lines aside) are URLs or files;
+    then a line that is neither is a ConfigError naming it (a typo, not a page of text). A byte-order mark
+    (a listing saved by Windows' Notepad) is not part of the first line."""
     if path.suffix.lower() in (".html", ".htm", ".xhtml"):
         return None
     try:
-        raw = path.read_bytes()[:1_000_000].decode("utf-8")
+        raw = path.read_bytes()[:1_000_000].decode("utf-8-sig")
     except (OSError, UnicodeDecodeError):
         return None
-    lines = [ln.split("#", 1)[0].strip() for ln in raw.splitlines()]
-    lines = [ln for ln in lines if ln]
-    if not lines or not all(_URL_RE.match(ln) or (path.parent / ln).is_file() for ln in lines):
+    numbered = [(n, ln.split("#", 1)[0].strip()) for n, ln in enumerate(raw.splitlines(), 1)]
+    numbered = [(n, ln) for n, ln in numbered if ln]
+    bad = [(n, ln) for n, ln in numbered if not (_URL_RE.match(ln) or (path.parent / ln).is_file())]
+    if not numbered or 2 * len(bad) > len(numbered):
         return None
-    return lines
+    if bad:
+        n, line = bad[0]
+        more = f" (and {len(bad) - 1} more lines)" if len(bad) > 1 else ""
+        raise ConfigError(
+            f"{path}, line {n}: {line!r} is neither an http(s) URL nor a file (a path is relative to the listing's "
+            f"folder){more}"
+        )
+    return [ln for _, ln in numbered]
 
 
 def check_examples_spec(spec: str) -> int | None:
