@@ -26,11 +26,14 @@ class LocalServer:
     def __init__(self, pages: dict[str, Answer] | Callable[[str], Answer | None]) -> None:
         self.pages = pages
         self.hits: list[str] = []
+        #: the User-Agent of each request, in the order of ``hits``
+        self.agents: list[str | None] = []
         server = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 server.hits.append(self.path)
+                server.agents.append(self.headers.get("User-Agent"))
                 answer = server.answer(self.path)
                 status, headers, body = answer or (404, HTML, b"<html><body>not found</body></html>")
                 self.send_response(status)

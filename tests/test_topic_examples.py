@@ -410,10 +410,11 @@ def test_a_critic_from_live_example_urls_is_found_again_without_fetching_them(tm
                 "FOCUSED_EXAMPLES_BACKGROUND": str(background),
                 "FOCUSED_EXAMPLES_CACHE": str(tmp_path / "cache"),
                 "FOCUSED_ALLOW_INTERNAL": web.allow,
+                "USER_AGENT": "sky-watcher/1.0",  # the crawl's agent: a site that refuses others refuses the crawl
             }
         )
         first, _, trained = prepare_crawl(settings)
-        assert trained and len(web.hits) == 6
+        assert trained and len(web.hits) == 6 and web.agents == ["sky-watcher/1.0"] * 6
         again, _, trained_again = prepare_crawl(settings)
         assert again == first and not trained_again and len(web.hits) == 6  # found, nothing fetched
     folder = tmp_path / "files"
@@ -509,11 +510,12 @@ def test_an_example_url_that_is_not_a_page_or_is_gone_is_left_out_and_named(tmp_
 def test_an_example_url_given_twice_is_one_example():
     from focused.addresses import AddressPolicy
     from focused.core.examples import read_examples
+    from focused.settings import USER_AGENT
 
     with LocalServer({"/a.html": (200, HTML, ASTRONOMY[0].read_bytes())}) as web:
         url = f"{web.url}/a.html"
         examples = read_examples([f"{url},{url}"], policy=AddressPolicy.from_setting(web.allow))
-        assert web.hits == ["/a.html"]
+        assert web.hits == ["/a.html"] and web.agents == [USER_AGENT]  # the project's, as a crawl's
     assert len(examples.bodies) == 1 and examples.urls == [url]
 
 

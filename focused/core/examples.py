@@ -179,14 +179,19 @@ def read_examples(specs: Sequence[str], *, policy: AddressPolicy | None = None, 
     return examples
 
 
-def fetch_examples(examples: Examples, policy: AddressPolicy) -> None:
-    """Fetch the example URLs into ``examples`` (their bodies after the files'); one that gives no page is left
-    out, noted in ``examples.skipped``. An address the crawl would refuse stops it before anything is fetched."""
+def fetch_examples(examples: Examples, policy: AddressPolicy, user_agent: str | None = None) -> None:
+    """Fetch the example URLs into ``examples`` (their bodies after the files'), as ``user_agent`` (the crawl's;
+    None: the project's ``USER_AGENT``); one that gives no page is left out, noted in ``examples.skipped``. An
+    address the crawl would refuse stops it before anything is fetched."""
+    if user_agent is None:
+        from focused.settings import USER_AGENT
+
+        user_agent = USER_AGENT
     for url in examples.urls:
         check_address(url, policy)
     for url in examples.urls:  # one dead example of many is the live web, not bad input: it is left out
         try:
-            body, charset = fetch_page(url, policy)
+            body, charset = fetch_page(url, policy, user_agent)
         except Unavailable as exc:
             examples.skipped.append(str(exc))
             continue
@@ -324,7 +329,7 @@ def prepare_crawl(settings: Any) -> tuple[Path, str, bool]:
         else:
             logger.info("Topic %r: the critic trained from these examples before (%s)", name, path)
             return path, name, False
-    fetch_examples(examples, policy)
+    fetch_examples(examples, policy, str(settings.get("USER_AGENT") or "") or None)
     cache = f"FOCUSED_EXAMPLES_CACHE={setting(settings, 'FOCUSED_EXAMPLES_CACHE')}"
     try:  # before the training: a folder the critic cannot go to is one line now, not a traceback in a minute
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -85,12 +85,13 @@ def _through_proxy(scheme: str, host: str) -> bool:
     return scheme.lower() in urllib.request.getproxies() and not urllib.request.proxy_bypass(host)
 
 
-def fetch_page(url: str, policy: AddressPolicy) -> tuple[bytes, str | None]:
+def fetch_page(url: str, policy: AddressPolicy, user_agent: str) -> tuple[bytes, str | None]:
     """The body of one example URL whose address the caller checked (:func:`check_address`), and the charset its
-    ``Content-Type`` declares (the crawl decodes the page by it); its redirects are checked here.
+    ``Content-Type`` declares (the crawl decodes the page by it), asked for as ``user_agent`` (the crawl's
+    ``USER_AGENT``: a site that refuses other agents refuses the crawl too); its redirects are checked here.
     :class:`Unavailable` when it gives no page; ConfigError (one line) for a refused redirect."""
     opener = urllib.request.build_opener(_Redirects(policy))
-    request = urllib.request.Request(url, headers={"User-Agent": "focused (examples)"})
+    request = urllib.request.Request(url, headers={"User-Agent": user_agent})
     try:
         with opener.open(request, timeout=FETCH_TIMEOUT) as response:
             content_type = response.headers.get("Content-Type", "")
