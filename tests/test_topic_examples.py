@@ -9,6 +9,7 @@ from __future__ import annotations
 import html
 import os
 import random
+import time
 from pathlib import Path
 
 import numpy as np
@@ -532,6 +533,58 @@ def test_a_listing_saved_with_a_byte_order_mark_is_a_listing(tmp_path):
     prose = tmp_path / "page.txt"  # a page of text that names a file on one line is a page, not a listing
     prose.write_text(f"Comets and planets.\nSee also:\n{ASTRONOMY[0]}\nwhich tells of the moon.\n")
     assert read_examples([str(prose)]).names == [str(prose)]
+
+
+def test_an_example_url_that_drips_is_left_out_and_one_compressed_unasked_is_read(monkeypatch):
+    """A server that sends a byte now and then (each within the socket's timeout) would hold the crawl's start
+    for hours: the whole fetch has a deadline. A page gzipped though nobody asked for it is its words, not
+    binary bytes."""
+    import gzip
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    from focused.addresses import AddressPolicy
+    from focused.core import exampleurls
+    from focused.core.exampleurls import Unavailable, fetch_page
+
+    page = ASTRONOMY[0].read_bytes()
+    dripped: list[int] = []
+
+    class Drip(BaseHTTPRequestHandler):
+        def do_GET(self) -> None:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/html")
+            if self.path == "/gzip.html":
+                body = gzip.compress(page)
+                self.send_header("Content-Encoding", "gzip")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+                return
+            self.send_header("Content-Length", "40")
+            self.end_headers()
+            for _ in range(40):  # 4 s in all
+                self.wfile.write(b"x")
+                self.wfile.flush()
+                dripped.append(1)
+                time.sleep(0.1)
+
+        def log_message(self, *args) -> None:
+            pass
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Drip)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    base, policy = f"http://127.0.0.1:{server.server_port}", AddressPolicy.from_setting("127.0.0.1")
+    monkeypatch.setattr(exampleurls, "FETCH_DEADLINE", 0.5)
+    try:
+        with pytest.raises(Unavailable, match=r"still sending after 0\.5 s"):
+            fetch_page(f"{base}/drip.html", policy, "test")
+        assert len(dripped) < 40  # given up while the page was still coming, not once it had all come
+        body, _ = fetch_page(f"{base}/gzip.html", policy, "test")
+        assert body == page
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_examples_are_decoded_as_the_crawl_decodes_their_pages(tmp_path):

@@ -9,8 +9,10 @@ its caller leaves it out. Scrapy-free.
 from __future__ import annotations
 
 import socket
+import time
 import urllib.error
 import urllib.request
+import zlib
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -20,9 +22,11 @@ from focused.page.text import content_type_charset, is_page_type
 
 __all__ = ["Unavailable", "check_address", "fetch_page"]
 
-#: Seconds to wait for one example URL, and the most bytes read of it.
+#: Seconds to wait for one example URL's next bytes, and the most bytes read of it.
 FETCH_TIMEOUT = 20.0
 MAX_BYTES = 5_000_000
+#: Seconds one example URL may take in all: a server that sends a byte now and then holds no crawl's start.
+FETCH_DEADLINE = 60.0
 
 
 class Unavailable(ConfigError):
@@ -97,7 +101,7 @@ def fetch_page(url: str, policy: AddressPolicy, user_agent: str) -> tuple[bytes,
             content_type = response.headers.get("Content-Type", "")
             if not is_page_type(content_type):  # as the crawl skips it: a PDF's bytes are no example's words
                 raise Unavailable(f"example URL {url}: {content_type} is not a page (HTML or plain text)")
-            return bytes(response.read(MAX_BYTES)), content_type_charset(content_type)
+            return _body(response, url), content_type_charset(content_type)
     except ConfigError:  # not a page (Unavailable), or a redirect to an address the crawl refuses: as it is
         raise
     except urllib.error.HTTPError as exc:
@@ -105,3 +109,27 @@ def fetch_page(url: str, policy: AddressPolicy, user_agent: str) -> tuple[bytes,
     except (urllib.error.URLError, OSError, ValueError) as exc:
         reason = getattr(exc, "reason", exc)
         raise Unavailable(f"example URL {url}: cannot fetch it ({reason})") from None
+
+
+def _body(response: Any, url: str) -> bytes:
+    """The first :data:`MAX_BYTES` of the page within :data:`FETCH_DEADLINE`, decompressed when the server
+    compressed it unasked (``Content-Encoding: gzip`` or ``deflate``; the decompressed page is bounded too)."""
+    deadline = time.monotonic() + FETCH_DEADLINE
+    chunks: list[bytes] = []
+    size = 0
+    while size < MAX_BYTES:
+        chunk = response.read1(min(65536, MAX_BYTES - size))  # what has come, not a full buffer: the deadline holds
+        if not chunk:
+            break
+        chunks.append(chunk)
+        size += len(chunk)
+        if time.monotonic() > deadline:
+            raise Unavailable(f"example URL {url}: still sending after {FETCH_DEADLINE:g} s")
+    body = b"".join(chunks)
+    coding = response.headers.get("Content-Encoding", "").strip().lower()
+    if coding in ("gzip", "x-gzip", "deflate"):
+        try:  # wbits 47: a gzip or zlib header, found by zlib; MAX_BYTES: a small body that inflates is no bomb
+            body = zlib.decompressobj(47).decompress(body, MAX_BYTES)
+        except zlib.error:
+            raise Unavailable(f"example URL {url}: its {coding} body cannot be decompressed") from None
+    return body
