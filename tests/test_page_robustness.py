@@ -25,7 +25,7 @@ from focused.analysis.outlinks import take_links
 from focused.analysis.worker import AnalysisConfig, AnalysisPool, analyze_page
 from focused.bench.runner import run_crawl
 from focused.crawldb import iter_pages
-from focused.learning.apprentice.features import decode_html, extract_link_features
+from focused.learning.apprentice.features import MAX_BASE_LENGTH, decode_html, extract_link_features
 from focused.learning.apprentice.linkids import page_link_ids
 from focused.page.parse import MAX_ATTRIBUTES, parse_page, prepare
 from focused.page.parsed import PageTooSlow
@@ -132,6 +132,24 @@ def test_an_unjoinable_base_href_is_dropped_and_counted(base: str) -> None:
     assert links == ["http://a.test/x"]  # resolved against the page's own URL
     assert parsed.bad_base and parsed.bad_links == 1
     assert extract_link_features(html, BASE).urls == ["http://a.test/x"]
+
+
+def test_a_base_too_long_to_resolve_against_is_not_used() -> None:
+    """Every relative link is resolved by reading and copying its base: a <base href> as long as a page times its
+    thousands of links was gigabytes of URLs. A <base href> over MAX_BASE_LENGTH is ignored (the page's URL is
+    the base, counted as a bad base); against a page URL over it, only absolute links are taken."""
+    long_base = "http://a.test/" + "d/" * 50_000
+    hrefs = "".join(f'<a href="x{i}">x</a>' for i in range(50)) + '<a href="http://b.test/y">y</a><a href="/r">r</a>'
+    parsed = parse_page(f'<html><head><base href="{long_base}"></head><body>{hrefs}</body></html>')
+    links, _ = take_links(parsed, BASE, "utf-8", 100)
+    assert parsed.bad_base and len(links) == 52 and links[0] == "http://a.test/dir/x0" and "http://a.test/r" in links
+    at_limit = "http://a.test/" + "d" * (MAX_BASE_LENGTH - len("http://a.test/") - 1) + "/"
+    parsed = parse_page(f'<html><head><base href="{at_limit}"></head><body>{hrefs}</body></html>')
+    links, _ = take_links(parsed, BASE, "utf-8", 100)
+    assert not parsed.bad_base and links[0] == at_limit + "x0"
+    parsed = parse_page(f"<html><body>{hrefs}</body></html>")
+    links, _ = take_links(parsed, long_base, "utf-8", 100)
+    assert links == ["http://b.test/y"] and parsed.bad_links == 51
 
 
 def many_attributes(n: int, value: str = '"v"') -> str:

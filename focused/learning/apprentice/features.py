@@ -192,19 +192,27 @@ def resolve_links(parsed: ParsedPage, base_url: str, upto: int | None = None) ->
     base = base_url.partition("#")[0]
     if parsed.base_href:
         try:
-            base = urljoin(base, parsed.base_href.strip()).partition("#")[0]
+            joined = urljoin(base, parsed.base_href.strip()).partition("#")[0]
         except ValueError:  # <base href="http://[ffff">: an invalid IPv6 host; the page's own URL is the base
             parsed.bad_base = True
+        else:
+            if len(joined) > MAX_BASE_LENGTH:  # a hostile base: see MAX_BASE_LENGTH; the page's own URL is the base
+                parsed.bad_base = True
+            else:
+                base = joined
+    long_base = len(base) > MAX_BASE_LENGTH
     resolved: dict[str, str | None] = {}
     origin = _origin(base)
     rooted = _rooted
     for href, _, _ in parsed.links[len(out) : upto]:
         url = resolved.get(href, "")
         if url == "":
-            key = (origin, href) if origin is not None and _root_relative(href) else None
+            key = (origin, href) if origin is not None and not long_base and _root_relative(href) else None
             url = rooted.get(key, "") if key is not None else ""
             if url == "":
                 try:
+                    if long_base and not _SCHEME_RE.match(href.lstrip()):
+                        raise ValueError("relative to a base over MAX_BASE_LENGTH")
                     url = _resolve(base, href)
                 except ValueError:  # an href urljoin cannot join (an invalid IPv6 host): dropped, counted
                     url = None
@@ -218,6 +226,13 @@ def resolve_links(parsed: ParsedPage, base_url: str, upto: int | None = None) ->
         out.append(url)
     return out
 
+
+#: The longest base a link is resolved against (Scrapy's default ``URLLENGTH_LIMIT``, past which it drops a
+#: request anyway). Resolving reads and copies the whole base for every link: a hostile ``<base href>`` as long
+#: as a page, times the page's thousands of relative links, is gigabytes of URLs. A longer ``<base href>`` is
+#: ignored (``bad_base``); against a longer page URL only absolute links are resolved, the others dropped and
+#: counted (``bad_links``).
+MAX_BASE_LENGTH = 2083
 
 #: Root-relative hrefs (``/wiki/Physics``) whose resolution one process remembers, by the base's scheme and
 #: host (all urljoin reads of the base for them): a site's pages link the same paths page after page.
