@@ -71,6 +71,32 @@ def test_long_texts_are_looked_up_and_hashed_a_piece_at_a_time_to_the_same_value
     assert ids.uncached_array(iter(strings)).tolist() == one_piece.tolist()  # any iterable, as before
 
 
+def test_strings_hashed_from_an_iterator_are_made_a_piece_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The link features' new words give 11 strings each ("{word}@{d}"): a page of 600,000 new words held 6.6
+    million strings at once (hundreds of MB). Hashed from an iterator, they are made as they are hashed: never
+    more than a piece alive at once; the same ids."""
+    from focused.page import hashing
+
+    class Counted(str):
+        alive = most = 0
+
+        def __new__(cls, value: str) -> Counted:
+            Counted.alive += 1
+            Counted.most = max(Counted.most, Counted.alive)
+            return super().__new__(cls, value)
+
+        def __del__(self) -> None:
+            Counted.alive -= 1
+
+    monkeypatch.setattr(hashing, "HASH_CHUNK", 5)
+    ids = FeatureIds(2**20)
+    plain = [f"w{i}@{i % 11}" for i in range(23)]
+    got = ids.uncached_array(Counted(s) for s in plain)
+    assert got.tolist() == [ids._one(s) for s in plain] and got.dtype == np.int64
+    assert Counted.most <= 5 + 1 and Counted.alive == 0
+    assert ids.uncached_array(iter([])).tolist() == []
+
+
 def test_many_texts_at_once_are_each_texts_tokens_with_its_index() -> None:
     table = WordTable()
     texts = [*TEXTS, "with\x01the mark", "", "x", "last one"]

@@ -47,16 +47,21 @@ class FeatureIds:
         """:meth:`uncached` as an int64 array: a hash per string, the rest in numpy (a Python step per
         string was most of the cost of the link features' new words)."""
         # scikit-learn's murmurhash3_32(f, seed=0): signed, UTF-8 (mmh3.hash's defaults)
-        strings = features if isinstance(features, list) else list(features)
-        if len(strings) <= HASH_CHUNK:
-            hashes = np.fromiter(map(_murmurhash3_32, strings), dtype=np.int64, count=len(strings))
-        else:
-            hashes = np.concatenate(
-                [
-                    np.fromiter(map(_murmurhash3_32, strings[i : i + HASH_CHUNK]), dtype=np.int64)
-                    for i in range(0, len(strings), HASH_CHUNK)
-                ]
-            )
+        if isinstance(features, list) and len(features) <= HASH_CHUNK:
+            return self._ids_of(np.fromiter(map(_murmurhash3_32, features), dtype=np.int64, count=len(features)))
+        # a piece at a time, and the strings of an iterator made a piece at a time: neither they nor their
+        # hashes' temporaries are all held at once
+        strings = iter(features)
+        pieces = []
+        while True:
+            hashes = np.fromiter(map(_murmurhash3_32, itertools.islice(strings, HASH_CHUNK)), dtype=np.int64)
+            if not hashes.size:
+                break
+            pieces.append(self._ids_of(hashes))
+        return np.concatenate(pieces) if pieces else np.zeros(0, dtype=np.int64)
+
+    def _ids_of(self, hashes: np.ndarray) -> np.ndarray:
+        """The ids of signed 32-bit hashes (int64)."""
         out = np.abs(hashes) % self.n_features
         out[hashes == _INT32_MIN] = self._overflow_id  # scikit-learn's rule for the one value abs() overflows
         return out

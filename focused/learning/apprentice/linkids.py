@@ -42,9 +42,10 @@ def offset_column(n_features: int, d_max: int) -> tuple[Any, Compute, Any]:
 
 
 def _offset_ids(ids: FeatureIds, d_max: int, words: list[str]) -> np.ndarray:
-    """The ids of ``"{word}@{d}"`` for each word (rows) and offset (columns), hashed in one call."""
+    """The ids of ``"{word}@{d}"`` for each word (rows) and offset (columns), hashed in one call; the strings
+    made as they are hashed, a piece at a time (a page of 600,000 new words would hold 6.6 million)."""
     offsets = [f"@{d}" for d in range(-d_max, d_max + 1)]
-    return ids.uncached_array([word + offset for word in words for offset in offsets]).reshape(len(words), -1)
+    return ids.uncached_array(word + offset for word in words for offset in offsets).reshape(len(words), -1)
 
 
 def page_link_ids(
@@ -117,17 +118,24 @@ def _window_ids(
     n_tokens = np.zeros(len(leaves), dtype=np.int64)
     first[needed] = np.cumsum(counts) - counts
     n_tokens[needed] = counts
-    # one id per (pair, word of its leaf)
+    # one id per (pair, word of its leaf): the j-th id of the page is the cell (row, offset) of the flat matrix
+    # (a 2-D fancy index walks it more slowly), row = first[m] + (j - the pair's first j); built in place,
+    # per pair then once over the ids, so that a page of millions of ids holds few arrays of them at once
     per_pair = n_tokens[m]
     pair_starts = np.cumsum(per_pair) - per_pair
     total = int(per_pair.sum())
-    rows = np.repeat(first[m], per_pair) + (np.arange(total) - np.repeat(pair_starts, per_pair))
-    # the (row, offset) cells taken from the flat matrix (a 2-D fancy index walks it more slowly)
-    cells = rows * matrix.shape[1] + np.repeat(d + d_max, per_pair)
+    width = matrix.shape[1]
+    cells = np.repeat((first[m] - pair_starts) * width + (d + d_max), per_pair)
+    step = np.arange(total, dtype=np.int64)
+    step *= width
+    cells += step
+    del step
     ids = matrix.ravel().take(cells) if total else np.zeros(0, dtype=np.int32)
-    target = np.asarray(owner, dtype=np.int64)[np.repeat(pair_occ, per_pair)]
+    del cells
     # grouped by target and sorted within each (the payload form), in one sort of (target, id) keys
-    keys = target * n_features + ids
+    keys = np.repeat(np.asarray(owner, dtype=np.int64)[pair_occ], per_pair)
+    keys *= n_features
+    keys += ids
     keys.sort()
     bounds = np.searchsorted(keys, np.arange(n_targets + 1, dtype=np.int64) * n_features)
     return RaggedIds((keys % n_features).astype(np.int32), bounds)
