@@ -38,6 +38,16 @@ def test_counts_equal_feature_hasher(n_features: int) -> None:
         assert np.array_equal(got.data, expected.data)
 
 
+def test_long_strings_are_hashed_each_time_not_remembered() -> None:
+    """The cache is bounded by its strings' count; a hostile page's megabyte "word" would make that gigabytes."""
+    from focused.page.hashing import MAX_CACHED_CHARS
+
+    ids = FeatureIds(2**20)
+    long, short = "x" * (MAX_CACHED_CHARS + 1), "y" * MAX_CACHED_CHARS
+    assert ids.ids([long, short, long]) == [ids._one(long), ids._one(short), ids._one(long)]
+    assert list(ids._ids) == [short]
+
+
 def test_sorted_rows_repeat_ids_per_occurrence() -> None:
     lists = _lists(1)
     X = FeatureHasher(n_features=2**20, input_type="string", alternate_sign=False).transform(lists)

@@ -152,6 +152,37 @@ def test_a_base_too_long_to_resolve_against_is_not_used() -> None:
     assert links == ["http://b.test/y"] and parsed.bad_links == 51
 
 
+def test_links_over_the_url_length_limit_are_dropped_and_counted() -> None:
+    """Scrapy drops a request past URLLENGTH_LIMIT, but only after every stage before it kept the URL (the
+    apprentice's waiting links, caches of URLs): a page of megabyte URLs grew them all. Dropped where they are
+    read, counted; 0 keeps them."""
+    from focused.analysis import outlinks
+
+    long = "http://b.test/" + "q" * 5000
+    html = f'<a href="/one">1</a><a href="{long}">2</a><a href="/two">3</a>'
+    parsed = parse_page(html)
+    links, _ = take_links(parsed, BASE, "utf-8", 100, 2083)
+    assert links == ["http://a.test/one", "http://a.test/two"] and parsed.long_links == 1
+    assert (long, "utf-8") not in outlinks._accepted_memo  # read each time, not remembered
+    parsed = parse_page(html)
+    assert take_links(parsed, BASE, "utf-8", 100)[0][1] == long and parsed.long_links == 0
+
+
+@pytest.mark.parametrize("workers", ["0", "1"], ids=["crawl-process", "worker"])
+def test_a_crawl_drops_links_over_its_url_length_limit(tmp_path: Path, workers: str) -> None:
+    seed = (
+        b'<html><body><p>football match</p><a href="/ok">ok</a> <a href="/' + b"x" * 3000 + b'">long</a></body></html>'
+    )
+    site = {"/": (200, HTML, seed), "/ok": (200, HTML, b"<html><body><p>football match report</p></body></html>")}
+    with LocalServer(site) as web:
+        spec = direct_crawl(web, tmp_path, f"long-{workers}", FOCUSED_ANALYSIS_WORKERS=workers)
+        result = run_crawl(spec, timeout=300)
+    assert result.returncode == 0, result.log.read_text()[-3000:]
+    assert result.stats["focused/links/too_long"] == 1, json.dumps(result.stats)
+    assert "urllength/request_ignored_count" not in result.stats  # dropped before Scrapy had to
+    assert sorted(page.url for page in iter_pages(spec.db)) == [f"{web.url}/", f"{web.url}/ok"]
+
+
 def many_attributes(n: int, value: str = '"v"') -> str:
     return " ".join(f"a{i}={value}" for i in range(n))
 

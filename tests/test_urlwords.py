@@ -149,7 +149,7 @@ def test_an_anchor_does_not_count_a_word_twice() -> None:
 
 
 def test_the_anchor_view_does_not_remember_long_urls() -> None:
-    from focused.learning.critic.snippet import MEMO_URL
+    from focused.learning.critic.snippet import MEMO_TEXT, MEMO_URL
 
     critic = _critic()
     read = make_snippet_critic(critic, critic.resolve_topic("course"))
@@ -158,4 +158,7 @@ def test_the_anchor_view_does_not_remember_long_urls() -> None:
     again = read(["webs", "webs"], [long_url, "http://d.edu/courses/"])  # computed again, the same value
     assert np.array_equal(first, again) and first[0] == pytest.approx(first[1])
     memo = next(c.cell_contents for c in read.__closure__ or () if isinstance(c.cell_contents, dict))
+    assert list(memo) == [("webs", "http://d.edu/courses/")]
+    long_text = "webs " * (MEMO_TEXT // 5 + 1)  # nor long anchor texts: a hostile page's thousands of words
+    assert np.array_equal(read([long_text], ["http://d.edu/"]), read([long_text], ["http://d.edu/"]))
     assert list(memo) == [("webs", "http://d.edu/courses/")]

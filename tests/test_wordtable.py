@@ -51,6 +51,18 @@ def test_a_full_table_starts_afresh_and_a_text_too_large_for_it_gets_none() -> N
     assert lengths.tolist() == [8, 6]
 
 
+def test_a_table_holds_at_most_max_chars_of_words() -> None:
+    """Counted in words alone, a site's pages of distinct megabyte "words" (a hostile page's run of letters) were
+    all kept: the table starts afresh past MAX_CHARS characters too, and a text of more gets None."""
+    table = WordTable(max_chars=30)  # the mark between texts takes one character
+    first = "alpha beta gamma delta epsilon"  # 26 characters of words
+    (lengths,) = table.tokens(first, [_column(2)])
+    assert lengths.tolist() == [10, 8, 10, 10, 14] and len(table) == 6
+    (lengths,) = table.tokens("zeta eta", [_column(2)])  # 27 + 7 > 30: cleared first
+    assert lengths.tolist() == [8, 6] and len(table) == 3
+    assert table.tokens("x" * 31, [_column(2)]) is None and len(table) == 3
+
+
 def test_long_texts_are_looked_up_and_hashed_a_piece_at_a_time_to_the_same_values(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:

@@ -73,6 +73,7 @@ class PageAnalysis:
             d_max=online.d_max if online is not None else None,
             n_features=online.learner.n_features if online is not None else 0,
             max_links=max_links,
+            max_url_length=crawler.settings.getint("URLLENGTH_LIMIT"),
             time_budget=setting(crawler.settings, "FOCUSED_PAGE_TIME_BUDGET"),
             malloc_tuning=setting(crawler.settings, "FOCUSED_MALLOC_TUNING"),
         )

@@ -11,7 +11,9 @@ from focused.learning.apprentice.features import resolve_links
 from focused.page.parsed import ParsedPage
 
 
-def take_links(parsed: ParsedPage, url: str, encoding: str, max_links: int) -> tuple[list[str], int]:
+def take_links(
+    parsed: ParsedPage, url: str, encoding: str, max_links: int, max_url_length: int = 0
+) -> tuple[list[str], int]:
     """The page's outlinks (at most ``max_links``; 0: all) and how many ``<a href>`` were left unread.
 
     The links Scrapy's ``LinkExtractor(unique=True)`` would give (percent-encoded
@@ -20,7 +22,10 @@ def take_links(parsed: ParsedPage, url: str, encoding: str, max_links: int) -> t
     link without a usable host (``http:// www.x.com``, ``http://%20/x``) is
     dropped here: the downloader would fail on it with an error per link. Past
     the cap the page is cut (``parsed`` keeps only the anchors read), so that no
-    later stage works on the links not taken.
+    later stage works on the links not taken. A link longer than ``max_url_length`` (the crawl's
+    ``URLLENGTH_LIMIT``, past which Scrapy drops the request; 0: no limit) is dropped here, counted in
+    ``parsed.long_links``: a hostile page's megabyte URLs would otherwise be kept by every later stage (the
+    apprentice's waiting links, the frontier, caches of URLs) until Scrapy drops them.
     """
     own = url.split("#", 1)[0]
     links: dict[str, None] = {}
@@ -32,7 +37,9 @@ def take_links(parsed: ParsedPage, url: str, encoding: str, max_links: int) -> t
             if resolved is None:
                 continue
             accepted = _accepted(resolved, encoding)
-            if accepted is not None and accepted != own:
+            if accepted is not None and max_url_length and len(accepted) > max_url_length:
+                parsed.long_links += 1
+            elif accepted is not None and accepted != own:
                 links[accepted] = None
         read = upto
     over = len(parsed.links) - read
@@ -55,6 +62,8 @@ IGNORED_EXTENSIONS = tuple(
 _DENIED_EXTENSIONS = tuple(f".{ext}" for ext in IGNORED_EXTENSIONS)
 _accepted_memo: dict[tuple[str, str], str | None] = {}
 _MEMO_SIZE = 100_000
+#: The longest URL remembered there.
+_MEMO_URL = 2083
 
 
 def _accepted(url: str, encoding: str) -> str | None:
@@ -62,6 +71,16 @@ def _accepted(url: str, encoding: str) -> str | None:
     key = (url, encoding)
     if key in _accepted_memo:
         return _accepted_memo[key]
+    safe = _safe(url, encoding)
+    if len(url) <= _MEMO_URL:  # a longer one is read each time: the memo's bytes stay bounded by its entries
+        if len(_accepted_memo) >= _MEMO_SIZE:
+            _accepted_memo.clear()
+        _accepted_memo[key] = safe
+    return safe
+
+
+def _safe(url: str, encoding: str) -> str | None:
+    """:func:`_accepted` without its memo."""
     try:
         safe: str | None = safe_url_string(url, encoding=encoding).split("#", 1)[0]
     except ValueError:
@@ -76,9 +95,6 @@ def _accepted(url: str, encoding: str) -> str | None:
         or parts.path.lower().endswith(_DENIED_EXTENSIONS)
     ):
         safe = None
-    if len(_accepted_memo) >= _MEMO_SIZE:
-        _accepted_memo.clear()
-    _accepted_memo[key] = safe
     return safe
 
 

@@ -47,6 +47,8 @@ class AnalysisConfig:
     d_max: int | None = None
     n_features: int = 0
     max_links: int = 3000
+    #: The crawl's URLLENGTH_LIMIT: longer links are dropped (0: no limit).
+    max_url_length: int = 0
     #: Seconds a page may take (FOCUSED_PAGE_TIME_BUDGET); 0: no limit.
     time_budget: float = 0.0
     #: Fix glibc's mmap threshold in the worker (FOCUSED_MALLOC_TUNING, :mod:`focused.malloc`).
@@ -76,7 +78,7 @@ def analyze_page(
     ``deadline`` (a :func:`time.monotonic` time) bounds the parse (:func:`~focused.page.parse.parse_page`).
     """
     parsed = parse_page(html, deadline)
-    links, over = take_links(parsed, url, encoding, config.max_links) if follow else ([], 0)
+    links, over = take_links(parsed, url, encoding, config.max_links, config.max_url_length) if follow else ([], 0)
     result = Analysis(parsed, links, over)
     if config.fingerprints:
         result.fingerprinted = True

@@ -23,6 +23,9 @@ from mmh3 import hash as _murmurhash3_32
 
 #: Distinct strings whose ids one :class:`FeatureIds` remembers (about 150 bytes each).
 MAX_CACHED = 250_000
+#: The longest string whose id is remembered: a longer one (a hostile page's megabyte "word" or URL token) is
+#: hashed each time it comes, so that the cache's memory is bounded by its strings' count.
+MAX_CACHED_CHARS = 256
 #: Strings hashed in one call of the C hash over them: the call holds the GIL, so a page of a hundred thousand
 #: new words is hashed a piece at a time, letting the reactor's thread run between pieces.
 HASH_CHUNK = 32_768
@@ -78,6 +81,8 @@ class FeatureIds:
 
     def _compute(self, feature: str) -> int:
         index = self._one(feature)
+        if len(feature) > MAX_CACHED_CHARS:
+            return index
         if len(self._ids) >= self.max_cached:
             self._ids.clear()
         self._ids[feature] = index

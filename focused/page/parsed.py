@@ -62,6 +62,8 @@ class ParsedPage:
     bad_base: bool = False
     #: Hrefs that could not be joined to the base (an invalid IPv6 host...): dropped.
     bad_links: int = 0
+    #: Links dropped for a URL longer than the crawl's ``URLLENGTH_LIMIT`` (set by the outlinks' reading).
+    long_links: int = 0
 
     def truncate(self, n_links: int) -> None:
         """Keep only the first ``n_links`` links (a page cut at the crawl's cap of links per page)."""

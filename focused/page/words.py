@@ -34,6 +34,9 @@ __all__ = ["WordTable", "hashed_counts", "page_tokens", "word_table"]
 #: or so pages of an encyclopedia crawl, whose next pages' words are numbered and hashed again: less memory held
 #: for about the same CPU (docs/results.md, "Memory of the 3,000-page default crawl").
 MAX_WORDS = 100_000
+#: Characters of those words one table holds: a site's pages of distinct "words" a megabyte long (a hostile page's
+#: run of letters) would otherwise be kept, up to MAX_WORDS of them; afresh when over, as when full.
+MAX_CHARS = 4_000_000
 
 #: Words looked up in one call (a loop in C, which holds the GIL): a text of hundreds of thousands of words is
 #: looked up a piece at a time, so that the process's other threads (the reactor's) run between pieces.
@@ -46,8 +49,9 @@ Compute = Callable[[list[str]], Iterable[Any]]
 class WordTable:
     """A number per distinct word, whether the word is a token, and named columns of per-word values."""
 
-    def __init__(self, max_words: int = MAX_WORDS) -> None:
-        self.max_words = max_words
+    def __init__(self, max_words: int = MAX_WORDS, max_chars: int = MAX_CHARS) -> None:
+        self.max_words, self.max_chars = max_words, max_chars
+        self._chars = 0  # the characters of the words numbered
         self._row: dict[str, int] = {}
         self._words: list[str] = []
         self._token = np.zeros(1024, dtype=bool)
@@ -65,7 +69,8 @@ class WordTable:
     def tokens(self, text: str, columns: Sequence[tuple[Any, Compute, Any]]) -> list[np.ndarray] | None:
         """For each ``(key, compute, dtype)`` column, its values at the tokens of ``text``, in order
         (:func:`~focused.page.text.tokenize`'s tokens: the regex's words of two or more characters,
-        not all digits). ``None`` for a text of more distinct words than the table holds."""
+        not all digits). ``None`` for a text of more distinct words (or characters of them) than the table
+        holds."""
         with self._lock:
             last_text, rows = self._last
             if text is not last_text:  # the same page again (the fingerprint, then the critic): numbered once
@@ -106,9 +111,10 @@ class WordTable:
         if missing:
             # numbered in the text's order (no set's order, and no sort in C holding the GIL for a long text)
             new = dict.fromkeys(words[i] for i in missing)
-            if len(new) > self.max_words:
+            chars = sum(map(len, new))
+            if len(new) > self.max_words or chars > self.max_chars:
                 return None
-            if len(where) + len(new) > self.max_words:
+            if len(where) + len(new) > self.max_words or self._chars + chars > self.max_chars:
                 self._clear()
                 new = dict.fromkeys(word for word in words if word not in where)
                 missing = list(range(len(words)))
@@ -118,6 +124,7 @@ class WordTable:
 
     def _add(self, new: list[str]) -> None:
         start = len(self._words)
+        self._chars += sum(map(len, new))
         for word in new:
             self._row[word] = len(self._words)
             self._words.append(word)
@@ -141,6 +148,7 @@ class WordTable:
         return column
 
     def _clear(self) -> None:
+        self._chars = 0
         self._row.clear()
         self._words.clear()
         self._filled.clear()

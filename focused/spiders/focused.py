@@ -64,6 +64,7 @@ class FocusedSpider(scrapy.Spider):
     seeds: list[str]
     #: FOCUSED_MAX_LINKS_PER_PAGE (0: no cap)
     max_links: int = 3000
+    max_url_length: int = 0  # the crawl's URLLENGTH_LIMIT (from_crawler)
     redis_seeds: RedisSeeds | None = None
     #: FOCUSED_ANALYSIS_WORKERS > 0: pages are read in worker processes
     analysis: PageAnalysis | None = None
@@ -102,6 +103,7 @@ class FocusedSpider(scrapy.Spider):
         spider.seeds = spider._configured_seeds()
         spider.seed_report = SeedReport(spider.seeds)
         spider.max_links = setting(crawler.settings, "FOCUSED_MAX_LINKS_PER_PAGE")
+        spider.max_url_length = crawler.settings.getint("URLLENGTH_LIMIT")
         workers_setting = setting(crawler.settings, "FOCUSED_ANALYSIS_WORKERS")
         workers = workers_for(workers_setting)
         if workers:
@@ -168,6 +170,8 @@ class FocusedSpider(scrapy.Spider):
             self.crawler.stats.inc_value("focused/links/bad_base")
         if parsed.bad_links:
             self.crawler.stats.inc_value("focused/links/bad_href", parsed.bad_links)
+        if parsed.long_links:  # over URLLENGTH_LIMIT: dropped before any later stage keeps them
+            self.crawler.stats.inc_value("focused/links/too_long", parsed.long_links)
         if over:
             self.crawler.stats.inc_value("focused/links/over_cap", over)
             self.crawler.stats.inc_value("focused/links/capped_pages")
@@ -227,4 +231,4 @@ class FocusedSpider(scrapy.Spider):
     def _take_links(self, response: TextResponse, parsed: ParsedPage) -> tuple[list[str], int]:
         """The page's outlinks (at most ``max_links``) and how many ``<a href>`` were left unread
         (:func:`focused.analysis.outlinks.take_links`)."""
-        return take_links(parsed, response.url, response.encoding, self.max_links)
+        return take_links(parsed, response.url, response.encoding, self.max_links, self.max_url_length)

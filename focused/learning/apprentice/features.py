@@ -207,7 +207,11 @@ def resolve_links(parsed: ParsedPage, base_url: str, upto: int | None = None) ->
     for href, _, _ in parsed.links[len(out) : upto]:
         url = resolved.get(href, "")
         if url == "":
-            key = (origin, href) if origin is not None and not long_base and _root_relative(href) else None
+            key = (
+                (origin, href)
+                if origin is not None and not long_base and len(href) <= MAX_BASE_LENGTH and _root_relative(href)
+                else None
+            )
             url = rooted.get(key, "") if key is not None else ""
             if url == "":
                 try:

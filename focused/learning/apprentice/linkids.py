@@ -109,8 +109,8 @@ def _window_ids(
     texts = [leaves[k] for k in needed.tolist()]
     columns = (offset_column(n_features, d_max),)
     got = word_table().tokens_of_many(texts, columns)
-    if got is None:  # more distinct words than the table holds: numbered in a table of their own
-        got = WordTable(max_words=sys.maxsize).tokens_of_many(texts, columns)
+    if got is None:  # more distinct words (or characters) than the table holds: numbered in a table of their own
+        got = WordTable(max_words=sys.maxsize, max_chars=sys.maxsize).tokens_of_many(texts, columns)
     assert got is not None
     (matrix,), text_of = got
     counts = np.bincount(text_of, minlength=len(needed))

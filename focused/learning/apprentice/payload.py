@@ -41,9 +41,11 @@ __all__ = [
 #: URLs whose :func:`page_key` is remembered (a page's links are keyed three times, and a site's
 #: navigation links come back on every page).
 PAGE_KEY_CACHE = 16_384
+#: The longest URL remembered there (Scrapy's default ``URLLENGTH_LIMIT``): a longer one (a hostile page's
+#: megabyte links, which the crawl does not follow but whose page is still keyed) is keyed each time.
+PAGE_KEY_CACHE_URL = 2083
 
 
-@functools.lru_cache(maxsize=PAGE_KEY_CACHE)
 def page_key(url: str) -> str:
     """Key under which a page is matched: ``dir``, ``dir/`` and ``dir/index.html`` alike.
 
@@ -51,6 +53,10 @@ def page_key(url: str) -> str:
     last :data:`PAGE_KEY_CACHE` URLs): lower-cased scheme and host, no
     fragment, no default port, percent-encoded like Scrapy's requests.
     """
+    return _page_key(url) if len(url) > PAGE_KEY_CACHE_URL else _remembered_page_key(url)
+
+
+def _page_key(url: str) -> str:
     if not url.isascii() or " " in url:
         url = safe_url_string(url)
     url = url.split("#", 1)[0]
@@ -66,6 +72,9 @@ def page_key(url: str) -> str:
         if key.endswith(suffix):
             key = key[: -len(suffix) + 1]
     return key.rstrip("/")
+
+
+_remembered_page_key = functools.lru_cache(maxsize=PAGE_KEY_CACHE)(_page_key)
 
 
 def target_group(key: str) -> int:

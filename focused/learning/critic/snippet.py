@@ -22,6 +22,9 @@ SnippetCritic = Callable[[Sequence[str], Sequence[str]], np.ndarray]
 SNIPPET_MEMO = 100_000
 #: With URL features, links whose target URL is longer than this many characters are not remembered.
 MEMO_URL = 256
+#: Anchor texts longer than this many characters are not remembered either (a hostile page's anchors of
+#: thousands of words would each hold their text in the memo).
+MEMO_TEXT = 1024
 
 
 def make_snippet_critic(critic: Critic | CrossFitCritic, topic: Topic) -> SnippetCritic:
@@ -51,7 +54,11 @@ def make_snippet_critic(critic: Critic | CrossFitCritic, topic: Topic) -> Snippe
             if len(memo) + len(missing) > SNIPPET_MEMO:
                 memo.clear()
             # a long URL is read each time rather than kept: the memo's bytes stay bounded by its entries
-            memo.update((key, value) for key, value in zip(missing, fresh, strict=True) if len(key[1]) <= MEMO_URL)
+            memo.update(
+                (key, value)
+                for key, value in zip(missing, fresh, strict=True)
+                if len(key[1]) <= MEMO_URL and len(key[0]) <= MEMO_TEXT
+            )
         return np.fromiter((known[key] for key in keys), dtype=np.float64, count=len(keys))
 
     return read
