@@ -78,6 +78,9 @@ CASES = [
     ("restrict-to-not-db", ["-a", "restrict_to={tmp}/text.txt"], ["-a restrict_to=", "crawl database"]),
     ("setting-typo", ["-s", "FOCUSED_APRENTICE_BATCH=5"], ["FOCUSED_APRENTICE_BATCH=5", "FOCUSED_APPRENTICE_BATCH"]),
     ("argument-typo", ["-a", "topc=course"], ["-a topc=course", "did you mean topic"]),
+    ("scrapy-number", ["-s", "CONCURRENT_REQUESTS=abc"], ["CONCURRENT_REQUESTS=abc", "a number", "Scrapy"]),
+    ("scrapy-url-length", ["-s", "URLLENGTH_LIMIT=long"], ["URLLENGTH_LIMIT=long", "a number"]),
+    ("scrapy-bool", ["-s", "ROBOTSTXT_OBEY=sure"], ["ROBOTSTXT_OBEY=sure", "True or False"]),
 ]
 
 

@@ -19,9 +19,9 @@ nested 100,000 levels deep keeps its text and its links, in about a second.
 Tag soup is repaired by libxml2 there as in the tree.
 
 Many attributes: libxml2 compares each attribute of a tag with every one before it, so a tag's parse takes
-time that grows with the square of its attributes (one tag of 100,000 held a page for minutes). A tag keeps
-its first :data:`MAX_ATTRIBUTES` (no real page's tag has that many); the rest are cut before the parse, on
-both sides of the preparation.
+time that grows with the square of its attributes (docs/results.md, hostile pages). A tag keeps its first
+:data:`MAX_ATTRIBUTES` (no real page's tag has that many); the rest are cut before the parse, on both sides of
+the preparation.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ __all__ = ["parse_page"]
 
 #: The attributes of a tag that the parser gets (the first ones); see the module docstring.
 MAX_ATTRIBUTES = 256
-# possessive: no backtracking into the attributes of the many tags that have a few (a third less time a page)
+# possessive: no backtracking into the attributes of the many tags that have a few (docs/results.md, hostile pages)
 _ATTRIBUTE = r"""(?>[\s/]++[^\s"'<>/=]++(?:\s*+=\s*+(?:"[^"]*+"|'[^']*+'|[^\s"'<>]++))?+)"""
 #: A start tag with more than MAX_ATTRIBUTES attributes: the tag with its first ones, then the others.
 _TOO_MANY_ATTRIBUTES = re.compile(rf"(<[A-Za-z][^\s/>]*{_ATTRIBUTE}{{{MAX_ATTRIBUTES}}}){_ATTRIBUTE}+")

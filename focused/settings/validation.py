@@ -421,6 +421,29 @@ def default_names() -> list[str]:
 # ---------------------------------------------------------------------- entry point
 
 
+def _check_scrapy_scalars(settings: Any) -> None:
+    """Scrapy's own numeric and true/false settings (``-s CONCURRENT_REQUESTS=abc``): one line naming the setting,
+    not the traceback of the component that reads it. A number is checked as a number (Scrapy reads some settings
+    whose default is a whole number, as ``DOWNLOAD_DELAY``, as floats)."""
+    from scrapy.settings import default_settings
+
+    for name in dir(default_settings):
+        default = getattr(default_settings, name)
+        if not name.isupper() or name.startswith("FOCUSED_") or not isinstance(default, bool | int | float):
+            continue
+        value = settings.get(name)
+        try:
+            if isinstance(default, bool):
+                settings.getbool(name)
+            else:
+                settings.getfloat(name)
+        except (TypeError, ValueError):
+            kind = "True or False" if isinstance(default, bool) else "a number"
+            raise ConfigError(
+                f"{name}={value}: expected {kind} (a Scrapy setting; its default is {default!r})"
+            ) from None
+
+
 def validate(settings: Any, spider_args: Mapping[str, Any] | None = None, *, ignore_args: Sequence[str] = ()) -> None:
     """Check the spider arguments and every ``FOCUSED_*`` setting; :class:`ConfigError` (one line) on the first bad one.
 
@@ -447,6 +470,7 @@ def validate(settings: Any, spider_args: Mapping[str, Any] | None = None, *, ign
                 f"{name}={effective.get(name)}: unknown setting{did_you_mean(name, known)}; "
                 "the FOCUSED_* settings are listed in docs/settings.md"
             )
+    _check_scrapy_scalars(effective)
     ctx = Context(effective)
     for name, spec in {**{n: SPECS[n] for n in RUN_FIRST}, **SPECS}.items():
         value = effective.get(name)

@@ -43,7 +43,7 @@ def offset_column(n_features: int, d_max: int) -> tuple[Any, Compute, Any]:
 
 def _offset_ids(ids: FeatureIds, d_max: int, words: list[str]) -> np.ndarray:
     """The ids of ``"{word}@{d}"`` for each word (rows) and offset (columns), hashed in one call; the strings
-    made as they are hashed, a piece at a time (a page of 600,000 new words would hold 6.6 million)."""
+    made as they are hashed, a piece at a time (a page of many new words would hold ten times as many at once)."""
     offsets = [f"@{d}" for d in range(-d_max, d_max + 1)]
     return ids.uncached_array(word + offset for word in words for offset in offsets).reshape(len(words), -1)
 
