@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 
 from focused.frontier.payloads import encode_payload, encode_payloads
-from focused.learning.apprentice import features
-from focused.learning.apprentice.features import _resolve, resolve_links
+from focused.learning.apprentice import resolve
 from focused.learning.apprentice.linkids import offset_column
 from focused.learning.apprentice.payload import LinkPayload
+from focused.learning.apprentice.resolve import _resolve, resolve_links
 from focused.page import hashing
 from focused.page.hashing import FeatureIds
 from focused.page.parse import parse_page
@@ -132,7 +132,7 @@ def _reference(parsed_links: list[str], base: str) -> tuple[list[str | None], in
 
 @pytest.mark.parametrize("base_href", ["", "/moved/here/", "https://four.test/b/"])
 def test_links_resolved_with_the_memo_across_pages_are_urljoins(base_href: str) -> None:
-    features._rooted.clear()
+    resolve._rooted.clear()
     for rounds in range(2):  # the second time every root-relative href comes from the memo
         for base in BASES:
             parsed = parse_page(_page(base_href))
@@ -147,17 +147,17 @@ def test_links_resolved_with_the_memo_across_pages_are_urljoins(base_href: str) 
             want, bad = _reference(hrefs, effective)
             assert got == want, (rounds, base)
             assert parsed.bad_links == bad
-    assert features._rooted  # the memo was used
+    assert resolve._rooted  # the memo was used
     # the tab and newline hrefs are never taken from the memo: urlsplit makes them name another host
-    assert not any("\t" in href or "\n" in href for _, href in features._rooted)
+    assert not any("\t" in href or "\n" in href for _, href in resolve._rooted)
 
 
 def test_the_resolution_memo_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(features, "ROOTED_MEMO", 5)
-    features._rooted.clear()
+    monkeypatch.setattr(resolve, "ROOTED_MEMO", 5)
+    resolve._rooted.clear()
     parsed = parse_page("".join(f'<a href="/p{i}">x</a>' for i in range(40)))
     assert resolve_links(parsed, "http://h.test/") == [f"http://h.test/p{i}" for i in range(40)]
-    assert 0 < len(features._rooted) <= 5
+    assert 0 < len(resolve._rooted) <= 5
 
 
 @pytest.mark.parametrize("k", [0, 2, 3])

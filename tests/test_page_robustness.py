@@ -25,8 +25,9 @@ from focused.analysis.outlinks import take_links
 from focused.analysis.worker import AnalysisConfig, AnalysisPool, analyze_page
 from focused.bench.runner import run_crawl
 from focused.crawldb import iter_pages
-from focused.learning.apprentice.features import MAX_BASE_LENGTH, decode_html, extract_link_features
+from focused.learning.apprentice.features import decode_html, extract_link_features
 from focused.learning.apprentice.linkids import page_link_ids
+from focused.learning.apprentice.resolve import MAX_BASE_LENGTH
 from focused.page.parse import MAX_ATTRIBUTES, parse_page, prepare
 from focused.page.parsed import PageTooSlow
 from focused.page.stream import stream_page

@@ -7,7 +7,7 @@ from urllib.parse import urlparse
 
 from w3lib.url import safe_url_string
 
-from focused.learning.apprentice.features import resolve_links
+from focused.learning.apprentice.resolve import resolve_links
 from focused.page.parsed import ParsedPage
 
 

@@ -52,7 +52,7 @@ class ParsedPage:
     text: str = ""
     deep: bool = False
     #: (base URL, resolved URL of each link or None) memoised by
-    #: :func:`~focused.learning.apprentice.features.resolve_links`
+    #: :func:`~focused.learning.apprentice.resolve.resolve_links`
     resolved: tuple[str, list[str | None]] | None = None
     #: ((base URL, d_max, n_features), result) of :func:`~focused.learning.apprentice.linkids.page_link_ids`, when a
     #: page-analysis worker computed it (:mod:`focused.analysis.worker`)

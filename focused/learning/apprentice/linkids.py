@@ -23,7 +23,8 @@ from typing import Any, overload
 
 import numpy as np
 
-from focused.learning.apprentice.features import decode_html, resolve_links
+from focused.learning.apprentice.features import decode_html
+from focused.learning.apprentice.resolve import resolve_links
 from focused.page.hashing import FeatureIds, feature_ids
 from focused.page.parse import parse_page
 from focused.page.parsed import ParsedPage
