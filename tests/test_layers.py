@@ -121,7 +121,12 @@ def test_at_most_fifteen_top_level_modules():
 
 GETTERS = {"get", "getint", "getfloat", "getbool", "getlist", "getdict", "getwithbase"}
 #: The modules that may read a FOCUSED_* setting raw: the accessor itself, and validation (it checks raw values).
-RAW_READERS = {"focused/settings/access.py", "focused/settings/validation.py", "focused/settings/checks.py"}
+RAW_READERS = {
+    "focused/settings/access.py",
+    "focused/settings/validation.py",
+    "focused/settings/checks.py",
+    "focused/settings/settingchecks.py",
+}
 
 
 def _setting_reads() -> list[tuple[str, int, str, ast.Call]]:
