@@ -58,7 +58,9 @@ AUTO_START_AFTER = 100
 
 
 class PageAnalysis:
-    def __init__(self, crawler: Crawler, workers: int, max_links: int, start_after: int = 0) -> None:
+    def __init__(
+        self, crawler: Crawler, workers: int, max_links: int, start_after: int = 0, max_url_length: int = 0
+    ) -> None:
         self.crawler = crawler
         self.runtime = runtime = CrawlRuntime.of(crawler)
         strategy = runtime.strategy
@@ -73,7 +75,7 @@ class PageAnalysis:
             d_max=online.d_max if online is not None else None,
             n_features=online.learner.n_features if online is not None else 0,
             max_links=max_links,
-            max_url_length=crawler.settings.getint("URLLENGTH_LIMIT"),
+            max_url_length=max_url_length,
             time_budget=setting(crawler.settings, "FOCUSED_PAGE_TIME_BUDGET"),
             malloc_tuning=setting(crawler.settings, "FOCUSED_MALLOC_TUNING"),
         )

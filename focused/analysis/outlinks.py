@@ -7,7 +7,7 @@ from urllib.parse import urlparse
 
 from w3lib.url import safe_url_string
 
-from focused.learning.apprentice.resolve import resolve_links
+from focused.learning.apprentice.resolve import LONG_URL, resolve_links
 from focused.page.parsed import ParsedPage
 
 
@@ -62,8 +62,6 @@ IGNORED_EXTENSIONS = tuple(
 _DENIED_EXTENSIONS = tuple(f".{ext}" for ext in IGNORED_EXTENSIONS)
 _accepted_memo: dict[tuple[str, str], str | None] = {}
 _MEMO_SIZE = 100_000
-#: The longest URL remembered there.
-_MEMO_URL = 2083
 
 
 def _accepted(url: str, encoding: str) -> str | None:
@@ -72,7 +70,7 @@ def _accepted(url: str, encoding: str) -> str | None:
     if key in _accepted_memo:
         return _accepted_memo[key]
     safe = _safe(url, encoding)
-    if len(url) <= _MEMO_URL:  # a longer one is read each time: the memo's bytes stay bounded by its entries
+    if len(url) <= LONG_URL:  # a longer one is read each time: the memo's bytes stay bounded by its entries
         if len(_accepted_memo) >= _MEMO_SIZE:
             _accepted_memo.clear()
         _accepted_memo[key] = safe

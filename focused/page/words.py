@@ -117,14 +117,16 @@ class WordTable:
             if len(where) + len(new) > self.max_words or self._chars + chars > self.max_chars:
                 self._clear()
                 new = dict.fromkeys(word for word in words if word not in where)
+                chars = sum(map(len, new))
                 missing = list(range(len(words)))
-            self._add(list(new))
+            self._add(list(new), chars)
             found[missing] = [where[words[i]] for i in missing]
         return found
 
-    def _add(self, new: list[str]) -> None:
+    def _add(self, new: list[str], chars: int) -> None:
+        """Number the ``new`` words, of ``chars`` characters in all."""
         start = len(self._words)
-        self._chars += sum(map(len, new))
+        self._chars += chars
         for word in new:
             self._row[word] = len(self._words)
             self._words.append(word)
@@ -153,7 +155,7 @@ class WordTable:
         self._words.clear()
         self._filled.clear()
         self._last = (None, self._last[1][:0])
-        self._add([MARK])  # row 0, never a token: where one text ends in tokens_of_many
+        self._add([MARK], len(MARK))  # row 0, never a token: where one text ends in tokens_of_many
 
 
 #: The row of :data:`~focused.page.text.MARK`, which separates texts in :meth:`WordTable.tokens_of_many`.

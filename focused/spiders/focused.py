@@ -108,7 +108,7 @@ class FocusedSpider(scrapy.Spider):
         workers = workers_for(workers_setting)
         if workers:
             start_after = AUTO_START_AFTER if is_auto(workers_setting) else 0
-            spider.analysis = PageAnalysis(crawler, workers, spider.max_links, start_after)
+            spider.analysis = PageAnalysis(crawler, workers, spider.max_links, start_after, spider.max_url_length)
             crawler.signals.connect(spider.analysis.spider_closed, signal=signals.spider_closed)
         return spider
 

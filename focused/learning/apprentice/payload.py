@@ -17,6 +17,8 @@ from typing import NamedTuple, cast
 import numpy as np
 from w3lib.url import safe_url_string
 
+from focused.learning.apprentice.resolve import LONG_URL
+
 __all__ = [
     "DELTAS",
     "LINK",
@@ -41,9 +43,6 @@ __all__ = [
 #: URLs whose :func:`page_key` is remembered (a page's links are keyed three times, and a site's
 #: navigation links come back on every page).
 PAGE_KEY_CACHE = 16_384
-#: The longest URL remembered there (Scrapy's default ``URLLENGTH_LIMIT``): a longer one (a hostile page's
-#: megabyte links, which the crawl does not follow but whose page is still keyed) is keyed each time.
-PAGE_KEY_CACHE_URL = 2083
 
 
 def page_key(url: str) -> str:
@@ -53,7 +52,8 @@ def page_key(url: str) -> str:
     last :data:`PAGE_KEY_CACHE` URLs): lower-cased scheme and host, no
     fragment, no default port, percent-encoded like Scrapy's requests.
     """
-    return _page_key(url) if len(url) > PAGE_KEY_CACHE_URL else _remembered_page_key(url)
+    # a URL over LONG_URL (a hostile page's megabyte links, not followed but still keyed) is keyed each time
+    return _page_key(url) if len(url) > LONG_URL else _remembered_page_key(url)
 
 
 def _page_key(url: str) -> str:

@@ -11,7 +11,12 @@ from urllib.parse import urljoin, urlsplit
 
 from focused.page.parsed import ParsedPage
 
-__all__ = ["MAX_BASE_LENGTH", "ROOTED_MEMO", "resolve_links"]
+__all__ = ["LONG_URL", "MAX_BASE_LENGTH", "ROOTED_MEMO", "resolve_links"]
+
+#: Scrapy's default ``URLLENGTH_LIMIT``, past which it drops a request: the longest base a link is resolved
+#: against (:data:`MAX_BASE_LENGTH`), and the longest URL the process's memos of URLs keep (a longer one is read
+#: each time, so that a memo's bytes stay bounded by its entries).
+LONG_URL = 2083
 
 _SCHEMES = ("http", "https")
 _SCHEME_RE = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*):")
@@ -48,7 +53,7 @@ def resolve_links(parsed: ParsedPage, base_url: str, upto: int | None = None) ->
         if url == "":
             key = (
                 (origin, href)
-                if origin is not None and not long_base and len(href) <= MAX_BASE_LENGTH and _root_relative(href)
+                if origin is not None and not long_base and len(href) <= LONG_URL and _root_relative(href)
                 else None
             )
             url = rooted.get(key, "") if key is not None else ""
@@ -70,12 +75,11 @@ def resolve_links(parsed: ParsedPage, base_url: str, upto: int | None = None) ->
     return out
 
 
-#: The longest base a link is resolved against (Scrapy's default ``URLLENGTH_LIMIT``, past which it drops a
-#: request anyway). Resolving reads and copies the whole base for every link: a hostile ``<base href>`` as long
-#: as a page, times the page's thousands of relative links, is gigabytes of URLs. A longer ``<base href>`` is
-#: ignored (``bad_base``); against a longer page URL only absolute links are resolved, the others dropped and
-#: counted (``bad_links``).
-MAX_BASE_LENGTH = 2083
+#: The longest base a link is resolved against. Resolving reads and copies the whole base for every link: a hostile
+#: ``<base href>`` as long as a page, times the page's thousands of relative links, is gigabytes of URLs. A longer
+#: ``<base href>`` is ignored (``bad_base``); against a longer page URL only absolute links are resolved, the others
+#: dropped and counted (``bad_links``).
+MAX_BASE_LENGTH = LONG_URL
 
 #: Root-relative hrefs (``/wiki/Physics``) whose resolution one process remembers, by the base's scheme and
 #: host (all urljoin reads of the base for them): a site's pages link the same paths page after page.
