@@ -609,6 +609,36 @@ def test_examples_are_decoded_as_the_crawl_decodes_their_pages(tmp_path):
     assert example_texts(examples) == [crawl] * 3
 
 
+def test_stored_pages_are_decoded_by_the_charset_they_were_stored_with(tmp_path):
+    """A WARC response is decoded by its Content-Type's charset, and a crawl database's page (kept decoded) as
+    UTF-8 whatever its <meta> says: as examples looked up with --from and as background pages."""
+    from focused.addresses import AddressPolicy
+    from focused.commands.train_topic import read_positives
+    from focused.core.background import background_texts
+    from focused.core.examples import example_texts
+    from focused.crawldb import CrawlDB
+    from focused.replay.warc import write_warc
+
+    page = "<html><body><p>Звёзды и планеты Солнечной системы</p></body></html>"
+    ru = [("Content-Type", "text/html; charset=windows-1251")]
+    warc = tmp_path / "pages.warc.gz"
+    write_warc(warc, [StoredResponse("http://ru.test/a.html", 200, ru, page.encode("cp1251"))])
+    db_path = tmp_path / "crawl.sqlite"
+    db = CrawlDB(db_path, commit_every=1)
+    meta = page.replace("<html>", '<html><head><meta charset="iso-8859-1"></head>')  # saved as decoded text
+    db.add_page(
+        url="http://ru.test/b.html", fetch_order=1, parent=None, depth=0, status=200, content_type="text/html",
+        title="t", relevance=0.5, predicted_class="x", top_classes=["x"], links=[], html=meta,
+    )  # fmt: skip
+    db.close()
+    for source in (warc, db_path):
+        ((_, text),) = background_texts(str(source))
+        assert "Звёзды и планеты" in text, source
+    urls = "http://ru.test/a.html,http://ru.test/b.html"
+    examples = read_positives([urls], [str(warc), str(db_path)], AddressPolicy())
+    assert len(examples.bodies) == 2 and all("Звёзды и планеты" in text for text in example_texts(examples))
+
+
 # ---------------------------------------------------------------------- the default background
 
 

@@ -182,13 +182,17 @@ def read_positives(specs: list[str], sources: list[str], policy: object) -> Exam
             f"{len(missing)} of {len(listed)} positive URLs are in none of {', '.join(sources)}: "
             f"{', '.join(missing[:3])}{more}"
         )
-    found.bodies.extend(pages[u] for u in listed)
-    found.names.extend(listed)
+    for url in listed:  # decoded by the charset they were stored with, as fetched examples are
+        body, charset = pages[url]
+        if charset:
+            found.charsets[len(found.bodies)] = charset
+        found.bodies.append(body)
+        found.names.append(url)
     return found
 
 
-def lookup_pages(urls: list[str], sources: list[str]) -> dict[str, bytes]:
-    """The stored page of each URL found (``dir``, ``dir/`` and ``dir/index.html`` alike)."""
+def lookup_pages(urls: list[str], sources: list[str]) -> dict[str, tuple[bytes, str | None]]:
+    """The stored page of each URL found (``dir``, ``dir/`` and ``dir/index.html`` alike), and its charset."""
     from focused.core.background import stored_pages
     from focused.learning.apprentice.data import fetch_key
 
@@ -198,13 +202,13 @@ def lookup_pages(urls: list[str], sources: list[str]) -> dict[str, bytes]:
             wanted.setdefault(fetch_key(url), []).append(url)
         except ValueError as exc:
             raise InputError(f"positive URL {url!r} is not a valid absolute URL") from exc
-    found: dict[str, bytes] = {}
+    found: dict[str, tuple[bytes, str | None]] = {}
     for source in sources:
-        for url, body in stored_pages(Path(source)):
+        for url, body, charset in stored_pages(Path(source)):
             try:
                 key = fetch_key(url)
             except ValueError:
                 continue
             for original in wanted.get(key, []):
-                found.setdefault(original, body)
+                found.setdefault(original, (body, charset))
     return found

@@ -74,8 +74,8 @@ def background_texts(source: str) -> Iterator[tuple[str, str]]:
         return
     path = Path(source).expanduser()
     if path.is_file():
-        for url, body in stored_pages(path):
-            yield url, html_to_text(body)
+        for url, body, charset in stored_pages(path):
+            yield url, html_to_text(body, charset)
         return
     if not path.is_dir():
         raise ConfigError(f"background {source!r}: {_NOT_A_BACKGROUND}")
@@ -223,10 +223,13 @@ def _cannot_keep(source: str, path: Path, exc: OSError | None, out: Any, tmp: st
             os.unlink(tmp)
 
 
-def stored_pages(path: Path) -> Generator[tuple[str, bytes], None, None]:
-    """(URL, body) of the pages a crawl database (``.sqlite``) or a WARC file (``.warc[.gz]``) holds; ConfigError
-    (one line) when it is neither or is damaged."""
+def stored_pages(path: Path) -> Generator[tuple[str, bytes, str | None], None, None]:
+    """(URL, body, charset) of the pages a crawl database (``.sqlite``) or a WARC file (``.warc[.gz]``) holds:
+    the charset is the one the body is to be decoded by (a WARC response's ``Content-Type``; a database keeps its
+    pages decoded, given back as UTF-8 whatever their ``<meta>`` says), or None. ConfigError (one line) when it is
+    neither or is damaged."""
     from focused.crawldb import CrawlDBError, iter_pages
+    from focused.page.text import content_type_charset
     from focused.replay.files import StoreError
     from focused.replay.warc import iter_warc
 
@@ -236,11 +239,11 @@ def stored_pages(path: Path) -> Generator[tuple[str, bytes], None, None]:
         if path.name.endswith((".warc", ".warc.gz")):
             for resp in iter_warc(path):
                 if resp.status == 200:
-                    yield resp.url, resp.body
+                    yield resp.url, resp.body, content_type_charset(resp.header("Content-Type"))
         else:
             for page in iter_pages(path, with_html=True):
                 if page.html_blob:
-                    yield page.url, page.html.encode("utf-8")
+                    yield page.url, page.html.encode("utf-8"), "utf-8"
     except (CrawlDBError, StoreError) as exc:
         raise ConfigError(str(exc) if str(path) in str(exc) else f"{path}: {exc}") from exc
 
